@@ -1,0 +1,25 @@
+# gpurepro: GPU performance and energy studies, from one command.
+#
+#   snakemake --cores 4                         # device=auto: the GPUs here, or the cpu profile
+#   snakemake --cores 4 --config device=v100    # name a profile (config/devices/); -n plans without a GPU
+#   snakemake plot_sgemm --cores 4              # rerun one piece (targets before --config)
+#
+# Rules stay thin: each calls one `gpurepro` subcommand; the logic lives in src/gpurepro.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/sgemm.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.sgemm.output,
+        rules.plot_sgemm.output,

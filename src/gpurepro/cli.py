@@ -1,0 +1,38 @@
+"""The `gpurepro` command: every pipeline rule calls one of its subcommands, and each works alone too."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+from .commands import aggregate, detect, plot, sgemm, telemetry
+from .errors import GpureproError
+
+SUBCOMMANDS = [detect, sgemm, telemetry, aggregate, plot]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpurepro",
+        description="Reproducible GPU performance and energy studies. The Snakemake workflow calls these "
+        "subcommands; each also runs on its own.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpurepro {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in SUBCOMMANDS:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except GpureproError as err:
+        print(f"gpurepro {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per `gpurepro` subcommand; each exposes register(subparsers)."""

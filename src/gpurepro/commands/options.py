@@ -1,0 +1,57 @@
+"""Command-line options several subcommands share, defined once."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..harness import TelemetrySettings
+
+
+def gpu_or_cpu(value: str) -> int | str:
+    """A GPU index (0, 1, ...) or the word 'cpu'."""
+    if value == "cpu":
+        return value
+    try:
+        index = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a GPU index (0, 1, ...) or 'cpu'") from None
+    if index < 0:
+        raise argparse.ArgumentTypeError(f"GPU index must be 0 or more, got {index}")
+    return index
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return number
+
+
+def add_measurement_options(parser: argparse.ArgumentParser) -> None:
+    """Profile check, output files and telemetry settings of a measuring subcommand."""
+    group = parser.add_argument_group("measurement")
+    group.add_argument("--profile", help="device profile the result is filed under (default: auto-detect)")
+    group.add_argument(
+        "--device-check",
+        choices=["error", "warn"],
+        default="error",
+        help="when the GPU is not the profile's model: stop (error) or record the mismatch (warn)",
+    )
+    group.add_argument("--out", help="raw per-rep CSV (with a provenance sidecar); default: print to stdout")
+    group.add_argument("--trace-out", help="telemetry trace CSV (with a provenance sidecar)")
+    group.add_argument("--config-hash", default="", help="hash of the workflow config, for provenance")
+    group.add_argument("--seed", type=int, default=0)
+    defaults = TelemetrySettings()
+    group.add_argument("--rate-hz", type=float, default=defaults.rate_hz, help="telemetry samples per second")
+    group.add_argument("--idle-seconds", type=float, default=defaults.idle_seconds)
+    group.add_argument("--energy-window-s", type=float, default=defaults.min_energy_window_s)
+    group.add_argument("--cooldown-max-wait-s", type=float, default=defaults.cooldown_max_wait_s)
+
+
+def telemetry_settings(args: argparse.Namespace) -> TelemetrySettings:
+    return TelemetrySettings(
+        rate_hz=args.rate_hz,
+        idle_seconds=args.idle_seconds,
+        min_energy_window_s=args.energy_window_s,
+        cooldown_max_wait_s=args.cooldown_max_wait_s,
+    )

@@ -1,0 +1,25 @@
+"""`gpurepro plot STUDY TABLE --out PNG`: a study's figure from its tidy table (and raw traces)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from ..sgemm import plot as sgemm_plot
+
+PLOTTERS = {"sgemm": sgemm_plot.plot}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("plot", help="draw a study's figure from its table")
+    parser.add_argument("study", choices=sorted(PLOTTERS))
+    parser.add_argument("table", help="tidy table written by `gpurepro aggregate`")
+    parser.add_argument("--traces", nargs="*", default=[], help="telemetry traces to draw")
+    parser.add_argument("--out", required=True, help="PNG to write")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    PLOTTERS[args.study](pd.read_csv(args.table), args.traces, args.out)
+    return 0

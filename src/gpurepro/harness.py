@@ -1,0 +1,176 @@
+"""The measurement protocol every study shares, so each measures the same way:
+
+1. cool down (wait until the device's temperature settles),
+2. idle baseline (power and temperature with nothing running),
+3. timed repetitions with the telemetry sampler running in the background,
+4. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
+   NVML's energy counter updates only about every 100 ms (skipped, and said so, where there is no counter).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .telemetry import (
+    CooldownResult,
+    EnergyMeter,
+    EnergyWindow,
+    IdleBaseline,
+    TelemetrySampler,
+    TelemetrySource,
+    Trace,
+    idle_baseline,
+    wait_for_cooldown,
+)
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    rate_hz: float = 50.0
+    idle_seconds: float = 5.0
+    min_energy_window_s: float = 3.0
+    cooldown_max_wait_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class EnergyResult:
+    """Energy of back-to-back operations: gross per operation and above the idle baseline."""
+
+    window: EnergyWindow
+    operations: int
+    idle_power_w: float
+
+    @property
+    def per_op_j(self) -> float:
+        return self.window.energy_j / self.operations if self.operations else math.nan
+
+    @property
+    def per_op_above_idle_j(self) -> float:
+        idle_energy = self.idle_power_w * self.window.duration_s
+        return (self.window.energy_j - idle_energy) / self.operations if self.operations else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.window.as_dict(),
+            "operations": self.operations,
+            "idle_power_w": self.idle_power_w,
+            "energy_per_op_j": self.per_op_j,
+            "energy_per_op_above_idle_j": self.per_op_above_idle_j,
+        }
+
+
+@dataclass(frozen=True)
+class Measurement:
+    reps: pd.DataFrame
+    trace: Trace
+    cooldown: CooldownResult
+    idle: dict[str, IdleBaseline]
+    energy: dict[str, EnergyResult]
+    energy_note: str
+
+    def summary(self) -> dict[str, Any]:
+        """The window-level facts that go into the provenance sidecar."""
+        return {
+            "cooldown": self.cooldown.as_dict(),
+            "idle": {device: idle.as_dict() for device, idle in self.idle.items()},
+            "energy": {device: result.as_dict() for device, result in self.energy.items()},
+            "energy_note": self.energy_note,
+            "telemetry": {
+                "requested_rate_hz": self.trace.requested_rate_hz,
+                "achieved_rate_hz": self.trace.achieved_rate_hz,
+                "samples": len(self.trace.frame),
+            },
+        }
+
+
+def run_energy_window(
+    meter: EnergyMeter, operation: Callable[[], None], synchronize: Callable[[], None], min_seconds: float
+) -> tuple[dict[str, EnergyWindow], int]:
+    """Run `operation` back to back for at least min_seconds inside one energy window."""
+    synchronize()
+    meter.begin_window("energy")
+    operations = 0
+    deadline = time.perf_counter() + min_seconds
+    while time.perf_counter() < deadline:
+        operation()
+        operations += 1
+        if operations % 8 == 0:
+            synchronize()  # keep the host from queueing far ahead of the device past the deadline
+    synchronize()
+    return meter.end_window("energy"), operations
+
+
+class _Phases:
+    """Wall-clock intervals of the job's phases, to label every telemetry sample with the phase it fell in."""
+
+    def __init__(self) -> None:
+        self.intervals: list[tuple[str, float, float]] = []
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.time()
+        try:
+            yield
+        finally:
+            self.intervals.append((name, start, time.time()))
+
+    def label(self, times: pd.Series) -> pd.Series:
+        labels = pd.Series("between", index=times.index)
+        for name, start, end in self.intervals:
+            labels[(times >= start) & (times <= end)] = name
+        return labels
+
+
+def measure(
+    source: TelemetrySource,
+    settings: TelemetrySettings,
+    timed_reps: Callable[[], pd.DataFrame],
+    operation: Callable[[], None],
+    synchronize: Callable[[], None],
+) -> Measurement:
+    """Cool down, then under one telemetry sampler: idle baseline, timed reps, energy window.
+
+    One sampler covers the whole job, so the saved trace shows idle, work and energy phases side by side
+    (column `phase`)."""
+    cooldown = wait_for_cooldown(source, max_wait_s=settings.cooldown_max_wait_s)
+    meter = EnergyMeter(source, settings.min_energy_window_s)
+    phases = _Phases()
+    energy: dict[str, EnergyResult] = {}
+    note = (
+        ""
+        if meter.method != "unavailable"
+        else "energy not measured: this device has no readable energy counter"
+    )
+    with TelemetrySampler(source, settings.rate_hz) as sampler:
+        with phases.phase("idle"):
+            meter.begin_window("idle")
+            time.sleep(settings.idle_seconds)
+            idle_windows = meter.end_window("idle")
+        with phases.phase("reps"):
+            reps = timed_reps()
+        if not note:
+            with phases.phase("energy"):
+                windows, operations = run_energy_window(
+                    meter, operation, synchronize, settings.min_energy_window_s
+                )
+    trace = sampler.trace
+    assert trace is not None
+    trace.frame["phase"] = phases.label(trace.frame["time_unix_s"])
+    idle_samples = trace.frame[trace.frame["phase"] == "idle"]
+    idle = {
+        device: idle_baseline(idle_samples[idle_samples["device"] == device], window)
+        for device, window in idle_windows.items()
+    }
+    if not note:
+        energy = {
+            device: EnergyResult(window, operations, idle[device].power_w)
+            for device, window in windows.items()
+        }
+    return Measurement(reps, trace, cooldown, idle, energy, note)

@@ -1,0 +1,99 @@
+"""Provenance: what a number was measured on and with, written beside every raw result file.
+
+Captured at the start of a job (the GPU's clocks, power limit and temperature then) and completed at its
+end, so a reviewer can tell a throttled or mis-configured GPU from a slow one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import __version__, nvml
+from .profiles import project_root
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """A short stable hash of a configuration (key order does not matter)."""
+    canonical = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def git_state(root: Path | None = None) -> dict[str, Any]:
+    """Commit and dirty flag of the checkout, or the reason they are unknown."""
+    root = root or project_root()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=20
+        ).stdout.strip()
+
+    try:
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+    except (OSError, subprocess.SubprocessError) as err:
+        return {"commit": None, "dirty": None, "note": f"not a git checkout or git missing ({err})"}
+
+
+def container_state() -> dict[str, Any]:
+    """The container engine and image this job ran in; 'none' means directly on the host."""
+    return {
+        "engine": os.environ.get("GPUREPRO_CONTAINER_ENGINE", "none"),
+        "image_id": os.environ.get("GPUREPRO_IMAGE_ID"),
+    }
+
+
+def software_versions() -> dict[str, Any]:
+    versions: dict[str, Any] = {"python": sys.version.split()[0], "gpurepro": __version__}
+    try:
+        import torch
+
+        versions["torch"] = torch.__version__
+        versions["torch_cuda"] = torch.version.cuda
+        versions["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except ImportError:
+        versions["torch"] = None
+    return versions
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def begin(
+    gpu_indices: list[int], profile: str, config_digest: str, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Everything known at the start of a measurement."""
+    gpus: list[dict[str, Any]] = []
+    if gpu_indices:
+        with nvml.session():
+            gpus = [nvml.gpu_info(i).as_dict() for i in gpu_indices]
+    return {
+        "profile": profile,
+        "gpus": gpus,
+        "host": {
+            "hostname": socket.gethostname(),
+            "platform": platform.platform(),
+            "cpu": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+        },
+        "software": software_versions(),
+        "git": git_state(),
+        "config_hash": config_digest,
+        "container": container_state(),
+        "command": sys.argv,
+        "start_time": now_iso(),
+        **(extra or {}),
+    }
+
+
+def finish(started: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Complete a provenance record at the end of a measurement."""
+    return {**started, "end_time": now_iso(), **(extra or {})}

@@ -1,0 +1,126 @@
+"""Energy windows from hardware counters and the idle-power baseline (after Zeus's begin/end windows).
+
+NVML's total-energy counter (Volta and newer) updates about every 100 ms, so a window must last seconds
+to be right; windows shorter than `min_window_s` are flagged unreliable rather than silently reported.
+Where no counter exists (pre-Volta GPUs, CPUs without readable RAPL) energy is NaN and the window says why.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from .sampler import TelemetrySampler
+from .sources import TelemetrySource
+
+
+@dataclass(frozen=True)
+class EnergyWindow:
+    """Energy one device used between begin_window and end_window."""
+
+    device: str
+    start_unix_s: float
+    end_unix_s: float
+    energy_j: float
+    method: str  # "nvml_energy_counter", "rapl", or "unavailable"
+    reliable: bool
+    note: str
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_unix_s - self.start_unix_s
+
+    @property
+    def avg_power_w(self) -> float:
+        return self.energy_j / self.duration_s if self.duration_s > 0 else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "duration_s": self.duration_s, "avg_power_w": self.avg_power_w}
+
+
+class EnergyMeter:
+    """Named energy windows over every device of a source."""
+
+    def __init__(self, source: TelemetrySource, min_window_s: float = 3.0) -> None:
+        self.source = source
+        self.min_window_s = min_window_s
+        self._open: dict[str, tuple[float, dict[str, float] | None]] = {}
+
+    @property
+    def method(self) -> str:
+        if self.source.energy_j() is None:
+            return "unavailable"
+        return "nvml_energy_counter" if self.source.kind == "nvml" else "rapl"
+
+    def begin_window(self, name: str) -> None:
+        if name in self._open:
+            raise ValueError(f"energy window '{name}' is already open")
+        self._open[name] = (time.time(), self.source.energy_j())
+
+    def end_window(self, name: str) -> dict[str, EnergyWindow]:
+        start, before = self._open.pop(name)
+        after = self.source.energy_j()
+        end = time.time()
+        windows = {}
+        for device in self.source.devices():
+            if before is None or after is None:
+                energy, method = math.nan, "unavailable"
+                note = (
+                    "no energy counter on this device (NVML energy needs Volta or newer; "
+                    "CPU energy needs readable RAPL counters)"
+                )
+                reliable = False
+            else:
+                energy, method = after[device] - before[device], self.method
+                reliable = end - start >= self.min_window_s
+                note = (
+                    ""
+                    if reliable
+                    else (
+                        f"window {end - start:.2f} s is shorter than {self.min_window_s} s; "
+                        "the counter updates about every 100 ms, so this value is coarse"
+                    )
+                )
+            windows[device] = EnergyWindow(device, start, end, energy, method, reliable, note)
+        return windows
+
+
+@dataclass(frozen=True)
+class IdleBaseline:
+    """Power and temperature of a device doing nothing, measured before the workload."""
+
+    device: str
+    power_w: float
+    temperature_c: float
+    seconds: float
+    method: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def idle_baseline(samples: pd.DataFrame, window: EnergyWindow) -> IdleBaseline:
+    """Idle power from the energy counter where there is one (it averages the whole window), else the
+    median of the sampled power; temperature as the median sample."""
+    if window.method != "unavailable" and window.duration_s > 0:
+        power, method = window.avg_power_w, window.method
+    else:
+        power, method = float(samples["power_w"].median()), "median_of_samples"
+    return IdleBaseline(
+        window.device, power, float(samples["temperature_c"].median()), window.duration_s, method
+    )
+
+
+def measure_idle(source: TelemetrySource, seconds: float, rate_hz: float) -> dict[str, IdleBaseline]:
+    """Sample idle devices for `seconds` and return each one's baseline."""
+    meter = EnergyMeter(source, min_window_s=seconds)
+    with TelemetrySampler(source, rate_hz) as sampler:
+        meter.begin_window("idle")
+        time.sleep(seconds)
+        windows = meter.end_window("idle")
+    frame = sampler.trace.frame  # type: ignore[union-attr]
+    return {device: idle_baseline(frame[frame["device"] == device], windows[device]) for device in windows}

@@ -1,0 +1,183 @@
+"""Telemetry: the sampler's rate and columns on a real source, errors surfacing, RAPL accounting across a
+counter wrap, energy windows, idle baselines and the cool-down rule."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gpurepro.telemetry import (
+    SAMPLE_COLUMNS,
+    CpuSource,
+    EnergyMeter,
+    TelemetrySampler,
+    measure_idle,
+    wait_for_cooldown,
+)
+from gpurepro.telemetry.align import attach
+from gpurepro.telemetry.rapl import RaplMeter
+
+from .conftest import needs_gpu
+
+
+def test_cpu_sampler_reaches_its_rate_with_all_columns() -> None:
+    with TelemetrySampler(CpuSource(), rate_hz=100) as sampler:
+        time.sleep(1.0)
+    trace = sampler.trace
+    assert list(trace.frame.columns) == SAMPLE_COLUMNS
+    assert 70 <= trace.achieved_rate_hz <= 110
+    assert trace.frame["time_unix_s"].is_monotonic_increasing
+    assert trace.frame["util_pct"].between(0, 100).all()
+
+
+class _FailingSource(CpuSource):
+    def read(self):
+        raise OSError("sensor vanished")
+
+
+def test_sampler_reports_a_failing_source() -> None:
+    sampler = TelemetrySampler(_FailingSource(), rate_hz=50)
+    sampler.start()
+    time.sleep(0.05)
+    with pytest.raises(RuntimeError, match="telemetry sampling failed: sensor vanished"):
+        sampler.stop()
+    with pytest.raises(ValueError):
+        TelemetrySampler(CpuSource(), rate_hz=0)
+
+
+def _rapl_tree(root: Path, energy_uj: int, max_uj: int = 1_000_000) -> Path:
+    zone = root / "intel-rapl:0"
+    zone.mkdir(parents=True, exist_ok=True)
+    (zone / "name").write_text("package-0\n")
+    (zone / "energy_uj").write_text(f"{energy_uj}\n")
+    (zone / "max_energy_range_uj").write_text(f"{max_uj}\n")
+    sub = root / "intel-rapl:0:0"  # a core sub-zone: must not be counted twice
+    sub.mkdir(exist_ok=True)
+    (sub / "energy_uj").write_text("5\n")
+    (sub / "max_energy_range_uj").write_text(f"{max_uj}\n")
+    return zone
+
+
+def test_rapl_meter_accumulates_across_a_wrap(tmp_path: Path) -> None:
+    zone = _rapl_tree(tmp_path, energy_uj=900_000)
+    meter = RaplMeter(tmp_path)
+    assert meter.available
+    (zone / "energy_uj").write_text("950000\n")
+    assert meter.joules() == pytest.approx(0.05)
+    (zone / "energy_uj").write_text("100000\n")  # wrapped at 1 J: 0.05 J to the top, then 0.1 J
+    assert meter.joules() == pytest.approx(0.2)
+
+
+def test_rapl_absent_says_why(tmp_path: Path) -> None:
+    meter = RaplMeter(tmp_path / "nothing")
+    assert not meter.available
+    assert "does not exist" in meter.why_unavailable()
+
+
+def test_energy_windows_from_rapl_and_unavailable(tmp_path: Path) -> None:
+    zone = _rapl_tree(tmp_path, energy_uj=0, max_uj=10**12)
+    source = CpuSource(RaplMeter(tmp_path))
+    meter = EnergyMeter(source, min_window_s=0.05)
+    meter.begin_window("w")
+    (zone / "energy_uj").write_text("3000000\n")  # 3 J
+    time.sleep(0.1)
+    window = meter.end_window("w")["cpu"]
+    assert window.method == "rapl" and window.reliable
+    assert window.energy_j == pytest.approx(3.0)
+    assert window.avg_power_w == pytest.approx(3.0 / window.duration_s)
+
+    short = EnergyMeter(source, min_window_s=10)
+    short.begin_window("s")
+    assert not short.end_window("s")["cpu"].reliable
+
+    none = EnergyMeter(CpuSource(RaplMeter(tmp_path / "none")))
+    none.begin_window("n")
+    window = none.end_window("n")["cpu"]
+    assert window.method == "unavailable" and math.isnan(window.energy_j)
+    assert "RAPL" in window.note
+
+
+def test_idle_baseline_uses_the_energy_counter(tmp_path: Path) -> None:
+    _rapl_tree(tmp_path, energy_uj=0, max_uj=10**12)
+    idle = measure_idle(CpuSource(RaplMeter(tmp_path)), seconds=0.2, rate_hz=50)["cpu"]
+    assert idle.method == "rapl" and idle.power_w == 0.0  # the counter did not move
+    idle = measure_idle(CpuSource(RaplMeter(tmp_path / "none")), seconds=0.2, rate_hz=50)["cpu"]
+    assert idle.method == "median_of_samples"
+
+
+class _CoolingDevice(CpuSource):
+    """A device whose temperature falls 2 C per poll towards 40 C (no hardware here cools on cue)."""
+
+    def __init__(self, start_c: float, floor_c: float = 40.0) -> None:
+        super().__init__()
+        self.temp, self.floor = start_c, floor_c
+
+    def temperature_c(self):
+        reading = self.temp
+        self.temp = max(self.floor, self.temp - 2)
+        return {"cpu": reading}
+
+
+def test_cooldown_to_target_plateau_and_timeout() -> None:
+    no_sleep = lambda _s: None  # noqa: E731 - the device cools per poll, not per second
+    reached = wait_for_cooldown(_CoolingDevice(60), max_wait_s=60, target_temp_c=50, poll_s=0, sleep=no_sleep)
+    assert reached.status == "reached" and reached.end_temp_c <= 50
+    plateau = wait_for_cooldown(
+        _CoolingDevice(46), max_wait_s=5, plateau_s=0.01, poll_s=0.005, sleep=time.sleep
+    )
+    assert plateau.status == "plateau" and plateau.end_temp_c == 40
+    timeout = wait_for_cooldown(
+        _CoolingDevice(90, floor_c=90), max_wait_s=0.05, target_temp_c=50, poll_s=0.01, sleep=time.sleep
+    )
+    assert timeout.status == "timeout"
+    unknown = wait_for_cooldown(CpuSource(), max_wait_s=10, sleep=no_sleep)
+    if math.isnan(unknown.start_temp_c):
+        assert unknown.status == "no_temperature"
+
+
+def test_attach_matches_samples_to_reps() -> None:
+    samples = pd.DataFrame(
+        {
+            "time_unix_s": [0.0, 0.5, 1.0, 1.5, 2.0],
+            "device": "0",
+            "power_w": [100, 200, 300, 400, 500],
+            "sm_clock_mhz": [1000, 1900, 1900, 1800, 1000],
+            "mem_clock_mhz": 1000,
+            "temperature_c": [40, 50, 60, 70, 80],
+            "util_pct": 100,
+            "clock_event_reasons": [1, 0, 4, 0, 0x20],
+        }
+    )
+    reps = pd.DataFrame(
+        {"rep": [0, 1, 2], "t_start_unix_s": [0.4, 1.4, 1.8], "t_end_unix_s": [1.1, 1.6, 1.85]}
+    )
+    out = attach(reps, samples)
+    assert out["power_w_median"].tolist() == [250, 400, 500]
+    assert out["telemetry_samples"].tolist() == [2, 1, 0]  # rep 2 fell between samples: nearest is used
+    assert out["throttled"].tolist() == [True, False, True]
+    assert out.loc[0, "clock_event_names"] == "sw_power_cap"
+    assert out.loc[2, "clock_event_names"] == "sw_thermal_slowdown"
+
+
+@needs_gpu
+def test_nvml_sampler_on_a_real_gpu() -> None:
+    from gpurepro.telemetry import NvmlSource
+
+    source = NvmlSource([0])
+    try:
+        with TelemetrySampler(source, rate_hz=50) as sampler:
+            time.sleep(2)
+        meter = EnergyMeter(source, min_window_s=1)
+        meter.begin_window("w")
+        time.sleep(1.5)
+        window = meter.end_window("w")["0"]
+    finally:
+        source.close()
+    frame = sampler.trace.frame
+    assert sampler.trace.achieved_rate_hz >= 45
+    assert frame["power_w"].gt(0).all() and frame["sm_clock_mhz"].gt(0).all()
+    assert window.method == "nvml_energy_counter" and 10 < window.avg_power_w < 2000
