@@ -1,7 +1,8 @@
 """The measurement protocol every study shares, so each measures the same way:
 
 1. cool down (wait until the device's temperature settles),
-2. idle baseline (power and temperature with nothing running),
+2. idle baseline (power and temperature with nothing running), taken before the workload is prepared: a
+   process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle,
 3. timed repetitions with the telemetry sampler running in the background,
 4. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
    NVML's energy counter updates only about every 100 ms (skipped, and said so, where there is no counter).
@@ -37,6 +38,16 @@ class TelemetrySettings:
     idle_seconds: float = 5.0
     min_energy_window_s: float = 3.0
     cooldown_max_wait_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a study hands the harness: its timed repetitions (one row per rep, with host wall-clock bounds
+    t_start_unix_s / t_end_unix_s), one operation for the energy window, and a device synchronisation."""
+
+    timed_reps: Callable[[], pd.DataFrame]
+    operation: Callable[[], None]
+    synchronize: Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -129,13 +140,10 @@ class _Phases:
 
 
 def measure(
-    source: TelemetrySource,
-    settings: TelemetrySettings,
-    timed_reps: Callable[[], pd.DataFrame],
-    operation: Callable[[], None],
-    synchronize: Callable[[], None],
+    source: TelemetrySource, settings: TelemetrySettings, prepare: Callable[[], Workload]
 ) -> Measurement:
-    """Cool down, then under one telemetry sampler: idle baseline, timed reps, energy window.
+    """Cool down, then under one telemetry sampler: idle baseline, prepare the workload, timed reps,
+    energy window.
 
     One sampler covers the whole job, so the saved trace shows idle, work and energy phases side by side
     (column `phase`)."""
@@ -153,12 +161,14 @@ def measure(
             meter.begin_window("idle")
             time.sleep(settings.idle_seconds)
             idle_windows = meter.end_window("idle")
+        with phases.phase("prepare"):
+            workload = prepare()
         with phases.phase("reps"):
-            reps = timed_reps()
+            reps = workload.timed_reps()
         if not note:
             with phases.phase("energy"):
                 windows, operations = run_energy_window(
-                    meter, operation, synchronize, settings.min_energy_window_s
+                    meter, workload.operation, workload.synchronize, settings.min_energy_window_s
                 )
     trace = sampler.trace
     assert trace is not None

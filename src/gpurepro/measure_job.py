@@ -60,9 +60,7 @@ def run_job(
     args: argparse.Namespace,
     target: Target,
     describe: dict[str, Any],
-    timed_reps: Callable[[], pd.DataFrame],
-    operation: Callable[[], None],
-    synchronize: Callable[[], None],
+    prepare: Callable[[], harness.Workload],
 ) -> pd.DataFrame:
     """Measure with the shared harness, write raw reps and trace with sidecars, return the reps table."""
     outputs = [p for p in (args.out, args.trace_out) if p]
@@ -76,7 +74,7 @@ def run_job(
     )
     source = open_source(gpus or None)
     try:
-        result = harness.measure(source, telemetry_settings(args), timed_reps, operation, synchronize)
+        result = harness.measure(source, telemetry_settings(args), prepare)
     finally:
         source.close()
     reps = attach(result.reps, result.trace.frame)

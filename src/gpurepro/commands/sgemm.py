@@ -8,6 +8,7 @@ import sys
 import pandas as pd
 import torch
 
+from ..harness import Workload
 from ..measure_job import resolve_target, run_job
 from ..sgemm import torch_mm
 from .options import add_measurement_options, gpu_or_cpu, positive_int
@@ -35,16 +36,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.gpu, args.profile, args.device_check)
-    product = torch_mm.TorchSgemm(args.n, torch.device(target.torch_device), args.seed)
 
-    def timed_reps() -> pd.DataFrame:
-        reps = product.timed_reps(args.reps, args.warmup)
-        reps["verified"] = reps["verify_rel_err"] <= VERIFY_TOLERANCE
-        return reps
+    def prepare() -> Workload:
+        product = torch_mm.TorchSgemm(args.n, torch.device(target.torch_device), args.seed)
 
-    reps = run_job(
-        args, target, {"backend": args.backend, "n": args.n}, timed_reps, product, product.synchronize
-    )
+        def timed_reps() -> pd.DataFrame:
+            reps = product.timed_reps(args.reps, args.warmup)
+            reps["verified"] = reps["verify_rel_err"] <= VERIFY_TOLERANCE
+            return reps
+
+        return Workload(timed_reps, product, product.synchronize)
+
+    reps = run_job(args, target, {"backend": args.backend, "n": args.n}, prepare)
     error = float(reps["verify_rel_err"].max())
     # A wrong product is recorded (column `verified`) rather than failing the job, so the raw file survives
     # for inspection; aggregation and plots flag it.
