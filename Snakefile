@@ -15,7 +15,10 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/kernels.smk"
 include: "workflow/rules/sgemm.smk"
+include: "workflow/rules/variability.smk"
 
 
 rule all:
@@ -23,3 +26,5 @@ rule all:
     input:
         rules.sgemm.output,
         rules.plot_sgemm.output,
+        rules.variability.output,
+        rules.plot_variability.output,

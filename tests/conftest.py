@@ -20,7 +20,7 @@ needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"needs an NVIDIA GPU: {NO_G
 @pytest.fixture
 def workflow_copy(tmp_path: Path) -> Path:
     """A copy of the workflow (Snakefile, rules, schemas, config, profiles, package source) to run in."""
-    for item in ["Snakefile", "workflow", "config", "profiles", "src"]:
+    for item in ["Snakefile", "workflow", "config", "profiles", "src", "kernels"]:
         source = ROOT / item
         if source.is_dir():
             shutil.copytree(source, tmp_path / item, ignore=shutil.ignore_patterns("__pycache__"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import yaml
+
 from gpurepro.schema import coerce_cli_scalars, first_error
 
 from .conftest import ROOT
@@ -43,6 +45,7 @@ def test_first_error_names_nested_keys() -> None:
                 "min_energy_window_s": 1,
                 "cooldown_max_wait_s": 1,
             },
+            "data": yaml.safe_load((ROOT / "config/config.yaml").read_text())["data"],
         },
         SCHEMA,
     )

@@ -62,13 +62,17 @@ def test_cli_writes_raw_trace_and_provenance(tmp_path: Path) -> None:
     assert "verified: relative Frobenius error" in result.stderr
     reps = pd.read_csv(out)
     assert len(reps) == 5 and set(reps["backend"]) == {"torch"} and set(reps["n"]) == {128}
-    assert {"power_w_median", "sm_clock_mhz_median", "throttled", "verified"} <= set(reps.columns)
+    assert {"power_w_median", "sm_clock_mhz_median", "throttled", "verify_rel_err"} <= set(reps.columns)
     samples = pd.read_csv(trace)
     assert "idle" in set(samples["phase"])  # reps this short may fall between samples
     meta = json.loads(out.with_name("torch_n128.provenance.json").read_text())
     assert meta["profile"] == "cpu" and meta["config_hash"] == "abc"
     assert meta["measurement"]["telemetry"]["achieved_rate_hz"] > 50
-    assert "git" in meta and "software" in meta and meta["workload"] == {"backend": "torch", "n": 128}
+    assert (
+        "git" in meta
+        and "software" in meta
+        and meta["workload"] == {"backend": "torch", "n": 128, "data_mode": "random", "run": 1}
+    )
 
     again = run_gpurepro("sgemm", "128", "5", "cpu", "--out", str(out), *FAST)
     assert again.returncode == 2 and "never overwritten" in again.stderr
@@ -82,7 +86,7 @@ def test_cli_writes_raw_trace_and_provenance(tmp_path: Path) -> None:
 def test_seed_interface_prints_reps_to_stdout() -> None:
     result = run_gpurepro("sgemm", "64", "3", "cpu", *FAST)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0].startswith("profile,device,n,backend,rep,ms")
+    assert result.stdout.splitlines()[0].startswith("profile,device,backend,n,data_mode,run,rep,ms")
     assert len(result.stdout.splitlines()) == 4
 
 

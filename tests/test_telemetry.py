@@ -149,11 +149,12 @@ def test_attach_matches_samples_to_reps() -> None:
             "mem_clock_mhz": 1000,
             "temperature_c": [40, 50, 60, 70, 80],
             "util_pct": 100,
-            "clock_event_reasons": [1, 0, 4, 0, 0x20],
+            "clock_event_reasons": [0, 0, 4, 0, 0x20],
+            "energy_j": [0.0, 50.0, 100.0, 150.0, 200.0],
         }
     )
     reps = pd.DataFrame(
-        {"rep": [0, 1, 2], "t_start_unix_s": [0.4, 1.4, 1.8], "t_end_unix_s": [1.1, 1.6, 1.85]}
+        {"rep": [0, 1, 2], "t_start_unix_s": [0.4, 1.4, 1.8], "t_end_unix_s": [1.45, 1.6, 1.85]}
     )
     out = attach(reps, samples)
     assert out["power_w_median"].tolist() == [250, 400, 500]
@@ -161,6 +162,8 @@ def test_attach_matches_samples_to_reps() -> None:
     assert out["throttled"].tolist() == [True, False, True]
     assert out.loc[0, "clock_event_names"] == "sw_power_cap"
     assert out.loc[2, "clock_event_names"] == "sw_thermal_slowdown"
+    assert out["energy_j"].iloc[0] == pytest.approx(105.0)  # 1.05 s on a counter rising 100 J/s
+    assert out["energy_j"].iloc[1:].isna().all()  # reps under a second: the counter is too coarse
 
 
 @needs_gpu

@@ -5,7 +5,10 @@ end, writes protected raw data, and reruns one target alone."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +24,22 @@ DEVICES = ["cpu", "v100", "a100", "h100", "h200", "rtx6000", "t4"]
 def test_dry_run_for_every_profile(device: str) -> None:
     result = run_snakemake("-n", "--cores", "4", "--config", f"device={device}", cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert f"results/{device}/plots/sgemm.png" in result.stdout + result.stderr
+    planned = result.stdout + result.stderr
+    assert f"results/{device}/plots/sgemm.png" in planned
+    assert f"results/{device}/plots/variability.png" in planned
+    if device != "cpu" and shutil.which("nvcc"):
+        assert "rule build_kernels:" in planned and f"results/{device}/sgemm/raw/tiled_n" in planned
+
+
+def test_kernels_are_skipped_plainly_without_nvcc() -> None:
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # nvcc lives elsewhere (/usr/local/bin, /usr/local/cuda)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config", "device=h100"],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "nvcc not found: the cublas and tiled SGEMM kernels are skipped" in result.stderr
+    assert "rule build_kernels:" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(
@@ -29,7 +47,7 @@ def test_dry_run_for_every_profile(device: str) -> None:
     [
         (
             "devcie=v100",
-            "Additional properties are not allowed ('devcie' was unexpected); allowed keys: device",
+            "Additional properties are not allowed ('devcie' was unexpected); allowed keys: ",
         ),
         ("device=v10", "key device: 'v10' is not one of ['auto', 'cpu'"),
         ("quick=maybe", "key quick: 'maybe' is not of type 'boolean'"),
@@ -104,7 +122,14 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     ]
     assert len(list((results / "benchmarks" / "sgemm").iterdir())) == 2
 
-    nothing = run_snakemake("-n", *args, cwd=workflow_copy)
+    reps = pd.read_csv(results / "tables" / "variability_reps.csv")
+    assert sorted(reps["run"].unique()) == [1, 2] and set(reps["device"]) == {"cpu"}
+    summary = pd.read_csv(results / "tables" / "variability_summary.csv")
+    assert {"time", "rate", "rate_vs_median_gpu", "throttled_reps"} <= set(summary["metric"])
+    assert (results / "plots" / "variability.png").read_bytes()[:4] == b"\x89PNG"
+
+    # a changed device check (or any key the measurements do not depend on) reruns nothing
+    nothing = run_snakemake("-n", *args, "device_check=warn", cwd=workflow_copy)
     assert "Nothing to be done" in nothing.stdout + nothing.stderr
 
     replot = run_snakemake("plot_sgemm", "--forcerun", "plot_sgemm", *args, cwd=workflow_copy)

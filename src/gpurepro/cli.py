@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from . import __version__
-from .commands import aggregate, detect, plot, sgemm, telemetry
+from .commands import aggregate, data, detect, plot, sgemm, telemetry
 from .errors import GpureproError
 
-SUBCOMMANDS = [detect, sgemm, telemetry, aggregate, plot]
+SUBCOMMANDS = [detect, sgemm, telemetry, aggregate, plot, data]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,8 @@
 3. timed repetitions with the telemetry sampler running in the background,
 4. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
    NVML's energy counter updates only about every 100 ms (skipped, and said so, where there is no counter).
+   Workloads run by another process (the CUDA kernels) have no operation to repeat; their energy is the
+   counter's rise over the span of the timed reps, read from the trace.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .telemetry import (
     Trace,
     idle_baseline,
     wait_for_cooldown,
+    window_from_trace,
 )
 
 
@@ -46,7 +49,7 @@ class Workload:
     t_start_unix_s / t_end_unix_s), one operation for the energy window, and a device synchronisation."""
 
     timed_reps: Callable[[], pd.DataFrame]
-    operation: Callable[[], None]
+    operation: Callable[[], None] | None
     synchronize: Callable[[], None]
 
 
@@ -165,7 +168,7 @@ def measure(
             workload = prepare()
         with phases.phase("reps"):
             reps = workload.timed_reps()
-        if not note:
+        if not note and workload.operation is not None:
             with phases.phase("energy"):
                 windows, operations = run_energy_window(
                     meter, workload.operation, workload.synchronize, settings.min_energy_window_s
@@ -178,6 +181,15 @@ def measure(
         device: idle_baseline(idle_samples[idle_samples["device"] == device], window)
         for device, window in idle_windows.items()
     }
+    if not note and workload.operation is None:
+        start, end = float(reps["t_start_unix_s"].min()), float(reps["t_end_unix_s"].max())
+        windows = {
+            device: window_from_trace(
+                trace.frame, device, start, end, meter.method, settings.min_energy_window_s
+            )
+            for device in source.devices()
+        }
+        operations = len(reps)
     if not note:
         energy = {
             device: EnergyResult(window, operations, idle[device].power_w)

@@ -78,7 +78,7 @@ def run_job(
     finally:
         source.close()
     reps = attach(result.reps, result.trace.frame)
-    for key, value in describe.items():
+    for key, value in reversed(describe.items()):
         reps.insert(0, key, value)
     reps.insert(0, "device", source.devices()[0])
     reps.insert(0, "profile", target.profile["name"])

@@ -1,6 +1,8 @@
 # Helpers every study's rules use: config and profile validation, device resolution, result paths,
 # resources that keep two measurements off one GPU, and the telemetry flags every measuring job takes.
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -72,10 +74,29 @@ MEASURE_GPU = GPUS[0] if IS_GPU else "cpu"
 
 RESULTS = f"{config['results_dir']}/{DEVICE}"
 CONFIG_HASH = provenance.config_hash(config)
+# Jobs read these from the environment rather than their command line: a param change makes Snakemake
+# rerun a job, and changing the device check or an unrelated key must not rerun finished measurements.
+os.environ.update(
+    GPUREPRO_CONFIG_HASH=CONFIG_HASH, GPUREPRO_DEVICE_CHECK=config["device_check"]
+)
+
+
+# The CUDA kernels (kernels/) need nvcc and a GPU profile; without nvcc they are skipped, and said so.
+KERNELS = IS_GPU and shutil.which("nvcc") is not None
+if IS_GPU and not KERNELS:
+    print(
+        "gpurepro: nvcc not found: the cublas and tiled SGEMM kernels are skipped (SGEMM runs through "
+        "torch only). Install the CUDA toolkit or run inside the project's container image.",
+        file=sys.stderr,
+    )
+KERNEL_BACKENDS = ["cublas", "tiled"] if KERNELS else []
 
 
 wildcard_constraints:
     n=r"\d+",
+    gpu=r"\d+|cpu",
+    run=r"\d+",
+    backend="torch|cublas|tiled",
 
 
 def measure_resources(gpu=MEASURE_GPU):
@@ -84,17 +105,46 @@ def measure_resources(gpu=MEASURE_GPU):
     return {} if gpu == "cpu" else {f"gpu_{gpu}": 1, "gpu": 1}
 
 
+def per_gpu_resources():
+    """measure_resources for rules with a {gpu} wildcard: the job takes the resource of its own GPU."""
+    if not IS_GPU:
+        return {}
+    claims = {
+        f"gpu_{g}": (lambda wildcards, g=g: int(int(wildcards.gpu) == g)) for g in GPUS
+    }
+    return {**claims, "gpu": 1}
+
+
 def measure_threads():
     """A CPU measurement takes every core, so nothing runs beside it; a GPU job needs one."""
     return 1 if IS_GPU else workflow.cores
+
+
+def kernel_binary(wildcards):
+    """The sgemm binary for the kernel backends; torch needs none."""
+    return [] if wildcards.backend == "torch" else rules.build_kernels.output.sgemm
+
+
+def previous_run(pattern):
+    """Input function: run r of a repeated measurement waits for run r-1 (same other wildcards), so the
+    runs on one GPU follow each other instead of competing for it."""
+
+    def previous(wildcards):
+        run = int(wildcards.run)
+        return [] if run == 1 else pattern.format(**{**wildcards, "run": run - 1})
+
+    return previous
+
+
+def binary_flag(wildcards, input):
+    return f"--binary {input.binary}" if input.binary else ""
 
 
 def measurement_flags():
     """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, telemetry."""
     t = config["telemetry"]
     return (
-        f"--profile {DEVICE} --device-check {config['device_check']} --seed {config['seed']} "
-        f"--config-hash {CONFIG_HASH} --rate-hz {t['rate_hz']} --idle-seconds {t['idle_seconds']} "
+        f"--profile {DEVICE} --seed {config['seed']} --rate-hz {t['rate_hz']} --idle-seconds {t['idle_seconds']} "
         f"--energy-window-s {t['min_energy_window_s']} --cooldown-max-wait-s {t['cooldown_max_wait_s']}"
     )
 

@@ -1,16 +1,20 @@
-# The SGEMM study: FP32 matrix products per size N (device profile `sgemm.sizes`), timed per rep with
-# telemetry, then one tidy table (`sgemm` target) and one figure (`plot_sgemm` target).
+# The SGEMM study: FP32 matrix products per size N (device profile `sgemm.sizes`) and backend (torch,
+# and cuBLAS and our tiled CUDA kernel where nvcc exists), timed per rep with telemetry, then one tidy
+# table (`sgemm` target) and one figure (`plot_sgemm` target).
 
 SGEMM = PROFILE["sgemm"]
+SGEMM_BACKENDS = ["torch", *KERNEL_BACKENDS]
 
 
-rule sgemm_torch:
+rule sgemm_run:
+    input:
+        binary=kernel_binary,
     output:
-        **raw_outputs(f"{RESULTS}/sgemm/raw/torch_n{{n}}"),
+        **raw_outputs(f"{RESULTS}/sgemm/raw/{{backend}}_n{{n}}"),
     log:
-        f"{RESULTS}/logs/sgemm/torch_n{{n}}.log",
+        f"{RESULTS}/logs/sgemm/{{backend}}_n{{n}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/sgemm/torch_n{{n}}.tsv"
+        f"{RESULTS}/benchmarks/sgemm/{{backend}}_n{{n}}.tsv"
     threads: measure_threads()
     resources:
         **measure_resources(),
@@ -18,16 +22,17 @@ rule sgemm_torch:
         reps=SGEMM["reps"],
         warmup=SGEMM["warmup"],
         gpu=MEASURE_GPU,
+        binary=binary_flag,
         flags=measurement_flags(),
     shell:
-        "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend torch "
-        "--warmup {params.warmup} {params.flags} "
+        "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "
+        "{params.binary} --warmup {params.warmup} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 
 rule sgemm:
     input:
-        expand(rules.sgemm_torch.output.table, n=SGEMM["sizes"]),
+        expand(rules.sgemm_run.output.table, backend=SGEMM_BACKENDS, n=SGEMM["sizes"]),
     output:
         f"{RESULTS}/tables/sgemm.csv",
     log:
@@ -39,7 +44,9 @@ rule sgemm:
 rule plot_sgemm:
     input:
         table=rules.sgemm.output,
-        traces=expand(rules.sgemm_torch.output.trace, n=SGEMM["sizes"]),
+        traces=expand(
+            rules.sgemm_run.output.trace, backend=SGEMM_BACKENDS, n=SGEMM["sizes"]
+        ),
     output:
         report(
             f"{RESULTS}/plots/sgemm.png",

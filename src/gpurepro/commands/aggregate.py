@@ -1,25 +1,50 @@
-"""`gpurepro aggregate STUDY RAW... --out TABLE`: raw files to one tidy long table (raw files untouched)."""
+"""`gpurepro aggregate STUDY RAW... --out TABLE [--summary TABLE]`: raw files to tidy tables (new files;
+raw files untouched)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
-from ..sgemm import summary as sgemm_summary
+import pandas as pd
 
-SUMMARISERS = {"sgemm": sgemm_summary.summarise}
+from ..errors import GpureproError
+from ..sgemm import summary as sgemm_summary
+from ..variability import summary as variability_summary
+
+
+def _sgemm(paths: list[str]) -> dict[str, pd.DataFrame]:
+    return {"out": sgemm_summary.summarise(paths)}
+
+
+def _variability(paths: list[str]) -> dict[str, pd.DataFrame]:
+    reps = variability_summary.all_reps(paths)
+    return {"out": reps, "summary": variability_summary.summarise(reps)}
+
+
+# Each study's tables, keyed by the option that names their file.
+AGGREGATORS: dict[str, Callable[[list[str]], dict[str, pd.DataFrame]]] = {
+    "sgemm": _sgemm,
+    "variability": _variability,
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("aggregate", help="summarise raw results into a tidy table")
-    parser.add_argument("study", choices=sorted(SUMMARISERS))
+    parser = subparsers.add_parser("aggregate", help="summarise raw results into tidy tables")
+    parser.add_argument("study", choices=sorted(AGGREGATORS))
     parser.add_argument("raw", nargs="+", help="raw result files (each with its .provenance.json)")
-    parser.add_argument("--out", required=True, help="CSV table to write")
+    parser.add_argument("--out", required=True, help="CSV: the study's table (variability: every rep)")
+    parser.add_argument("--summary", help="CSV: the spread summary (variability)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    table = SUMMARISERS[args.study](args.raw)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out, index=False)
+    tables = AGGREGATORS[args.study](args.raw)
+    for option, table in tables.items():
+        path = getattr(args, option)
+        if path is None:
+            raise GpureproError(f"aggregate {args.study} writes a {option} table: give --{option} FILE")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(path, index=False)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..harness import TelemetrySettings
 
@@ -27,6 +28,16 @@ def positive_int(value: str) -> int:
     return number
 
 
+def add_config_hash_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The workflow passes its config hash in the environment, not on the command line, so that changing
+    an unrelated config key does not make Snakemake rerun (and refuse to overwrite) finished measurements."""
+    parser.add_argument(
+        "--config-hash",
+        default=os.environ.get("GPUREPRO_CONFIG_HASH", ""),
+        help="hash of the workflow config, for provenance (default: $GPUREPRO_CONFIG_HASH)",
+    )
+
+
 def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     """Profile check, output files and telemetry settings of a measuring subcommand."""
     group = parser.add_argument_group("measurement")
@@ -34,12 +45,13 @@ def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--device-check",
         choices=["error", "warn"],
-        default="error",
-        help="when the GPU is not the profile's model: stop (error) or record the mismatch (warn)",
+        default=os.environ.get("GPUREPRO_DEVICE_CHECK", "error"),
+        help="when the GPU is not the profile's model: stop (error) or record the mismatch (warn); "
+        "default: $GPUREPRO_DEVICE_CHECK or error",
     )
     group.add_argument("--out", help="raw per-rep CSV (with a provenance sidecar); default: print to stdout")
     group.add_argument("--trace-out", help="telemetry trace CSV (with a provenance sidecar)")
-    group.add_argument("--config-hash", default="", help="hash of the workflow config, for provenance")
+    add_config_hash_option(group)
     group.add_argument("--seed", type=int, default=0)
     defaults = TelemetrySettings()
     group.add_argument("--rate-hz", type=float, default=defaults.rate_hz, help="telemetry samples per second")

@@ -7,14 +7,18 @@ import argparse
 import pandas as pd
 
 from ..sgemm import plot as sgemm_plot
+from ..variability import plot as variability_plot
 
-PLOTTERS = {"sgemm": sgemm_plot.plot}
+PLOTTERS = {
+    "sgemm": lambda table, traces, out: sgemm_plot.plot(table, traces, out),
+    "variability": lambda reps, _traces, out: variability_plot.plot(reps, out),
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("plot", help="draw a study's figure from its table")
     parser.add_argument("study", choices=sorted(PLOTTERS))
-    parser.add_argument("table", help="tidy table written by `gpurepro aggregate`")
+    parser.add_argument("table", help="table written by `gpurepro aggregate` (variability: its reps table)")
     parser.add_argument("--traces", nargs="*", default=[], help="telemetry traces to draw")
     parser.add_argument("--out", required=True, help="PNG to write")
     parser.set_defaults(func=run)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import pandas as pd
 import torch
 
+from ..errors import GpureproError
 from ..harness import Workload
 from ..measure_job import resolve_target, run_job
 from ..sgemm import torch_mm
+from ..sgemm.kernels import KERNEL_BACKENDS, KernelSgemm
 from .options import add_measurement_options, gpu_or_cpu, positive_int
 
 # FP32 accumulation over N terms of uniform(-0.5, 0.5) data: errors grow about sqrt(N) * 6e-8, so 1e-5
@@ -28,31 +31,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("n", type=positive_int, help="matrix size N")
     parser.add_argument("reps", type=positive_int, help="timed repetitions")
     parser.add_argument("gpu", type=gpu_or_cpu, help="GPU index, or 'cpu'")
-    parser.add_argument("--backend", choices=["torch"], default="torch", help="torch: torch.mm, TF32 off")
+    parser.add_argument(
+        "--backend", choices=["torch", *KERNEL_BACKENDS], default="torch",
+        help="torch: torch.mm with TF32 off (default, runs anywhere); cublas: cublasSgemm FP32 as the "
+        "original study; tiled: our CUDA kernel (both from the binary built from kernels/)",
+    )  # fmt: skip
     parser.add_argument("--warmup", type=int, default=5, help="untimed products before the timed ones")
+    parser.add_argument("--run", type=positive_int, default=1, help="run number, when a point is repeated")
+    parser.add_argument(
+        "--binary", type=Path, help="the sgemm binary for cublas/tiled (from kernels/Makefile)"
+    )
+    parser.add_argument(
+        "--mode", choices=["random", "sincos"], default="random",
+        help="operands for cublas/tiled: seeded random (default), or the original study's sin/cos data",
+    )  # fmt: skip
     add_measurement_options(parser)
     parser.set_defaults(func=run)
 
 
+def torch_workload(args: argparse.Namespace, device: torch.device) -> Workload:
+    product = torch_mm.TorchSgemm(args.n, device, args.seed)
+
+    def timed_reps() -> pd.DataFrame:
+        reps = product.timed_reps(args.reps, args.warmup)
+        error = float(reps["verify_rel_err"].iloc[0])
+        # A wrong product is not a measurement: fail (the log keeps why) rather than file wrong numbers.
+        if not error <= VERIFY_TOLERANCE:
+            raise GpureproError(
+                f"product verification failed: relative error {error:.2e} > {VERIFY_TOLERANCE:.0e}"
+            )
+        print(
+            f"verified: relative Frobenius error {error:.2e} (tolerance {VERIFY_TOLERANCE:.0e})",
+            file=sys.stderr,
+        )
+        return reps
+
+    return Workload(timed_reps, product, product.synchronize)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.backend == "torch" and args.mode != "random":
+        raise GpureproError("--mode sincos needs --backend cublas or tiled (the CUDA binary makes that data)")
     target = resolve_target(args.gpu, args.profile, args.device_check)
-
-    def prepare() -> Workload:
-        product = torch_mm.TorchSgemm(args.n, torch.device(target.torch_device), args.seed)
-
-        def timed_reps() -> pd.DataFrame:
-            reps = product.timed_reps(args.reps, args.warmup)
-            reps["verified"] = reps["verify_rel_err"] <= VERIFY_TOLERANCE
-            return reps
-
-        return Workload(timed_reps, product, product.synchronize)
-
-    reps = run_job(args, target, {"backend": args.backend, "n": args.n}, prepare)
-    error = float(reps["verify_rel_err"].max())
-    # A wrong product is recorded (column `verified`) rather than failing the job, so the raw file survives
-    # for inspection; aggregation and plots flag it.
-    verdict = "verified" if error <= VERIFY_TOLERANCE else "WARNING: product verification FAILED"
-    print(
-        f"{verdict}: relative Frobenius error {error:.2e} (tolerance {VERIFY_TOLERANCE:.0e})", file=sys.stderr
+    if args.backend == "torch":
+        prepare = lambda: torch_workload(args, torch.device(target.torch_device))  # noqa: E731
+    else:
+        if target.gpu_index is None:
+            raise GpureproError(f"--backend {args.backend} runs on a GPU; pass a GPU index, not 'cpu'")
+        if args.binary is None:
+            raise GpureproError(
+                f"--backend {args.backend} needs --binary (build it: make -f kernels/Makefile)"
+            )
+        kernel = KernelSgemm(
+            args.binary, args.backend, args.n, args.reps, args.warmup, target.gpu_index, args.seed, args.mode
+        )
+        prepare = kernel.workload
+    run_job(
+        args, target, {"backend": args.backend, "n": args.n, "data_mode": args.mode, "run": args.run}, prepare
     )
     return 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..plotting import figure, save
+from ..plotting import figure, not_reported, save
 from ..tables import pick
 
 
@@ -28,27 +28,19 @@ def plot(table: pd.DataFrame, traces: list[Path | str], out: Path | str) -> None
         rate_ax.errorbar(
             median.index, median, yerr=[median - p25, p75 - median], marker="o", capsize=3, label=str(backend)
         )
-        failed = pick(rows, "verified", "value").set_index("n")["value"]
-        for n in failed[failed < 1].index:
-            rate_ax.annotate("not verified", (n, median[n]), color="red")
         energy = pick(rows, "energy_per_op", "above_idle").set_index("n")["value"]
         if len(energy):
             energy_ax.plot(energy.index, energy, marker="o", label=f"{backend}, above idle")
-    rate_ax.set(xlabel="N", ylabel="TFLOP/s (median, IQR bars)", xscale="log")
+    sizes = sorted(table["n"].unique())
+    rate_ax.set(xlabel="N", ylabel="TFLOP/s (median, IQR bars)", xscale="log", xticks=sizes)
+    rate_ax.set_xticklabels([str(n) for n in sizes])
     rate_ax.legend()
     if energy_ax.lines:
-        energy_ax.set(xlabel="N", ylabel="energy per product (J)", xscale="log", yscale="log")
+        energy_ax.set(xlabel="N", ylabel="energy per product (J)", xscale="log", yscale="log", xticks=sizes)
+        energy_ax.set_xticklabels([str(n) for n in sizes])
         energy_ax.legend()
     else:
-        energy_ax.text(
-            0.5,
-            0.5,
-            "energy not available on this device\n(no NVML or RAPL counter)",
-            ha="center",
-            va="center",
-            transform=energy_ax.transAxes,
-        )
-        energy_ax.set_axis_off()
+        not_reported(energy_ax, "energy (no NVML or RAPL counter)")
 
     for path in traces:
         trace = pd.read_csv(path)

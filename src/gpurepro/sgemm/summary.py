@@ -38,7 +38,6 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
         rows += describe(reps[column], metric, unit)
     rows.append(single("throttled_reps", float(reps["throttled"].sum()), "reps"))
     rows.append(single("verify_rel_err", float(reps["verify_rel_err"].max()), "1", "max"))
-    rows.append(single("verified", float(reps["verified"].all()), "bool"))
     measurement = sidecar.get("measurement", {})
     idle = measurement.get("idle", {}).get(keys["device"], {})
     rows.append(single("idle_power", idle.get("power_w", float("nan")), "W"))

@@ -10,12 +10,25 @@ import pandas as pd
 
 from ..nvml import THROTTLE_MASK, describe_reasons
 
+MIN_REP_ENERGY_S = 1.0
 MEDIAN_COLUMNS = ["power_w", "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "util_pct"]
 
 
 def _reasons(values: pd.Series) -> float:
     known = values.dropna().astype(int)
     return float(np.bitwise_or.reduce(known.to_numpy())) if len(known) else math.nan
+
+
+def _energy_per_rep(reps: pd.DataFrame, samples: pd.DataFrame) -> np.ndarray:
+    """Rise of the energy counter over each rep, interpolated between samples. The counter updates about
+    every 100 ms, so only reps of a second or more get a trustworthy value; shorter ones are NaN."""
+    known = samples[samples["energy_j"].notna()]
+    if len(known) < 2:
+        return np.full(len(reps), math.nan)
+    times, energy = known["time_unix_s"].to_numpy(), known["energy_j"].to_numpy()
+    start, end = reps["t_start_unix_s"].to_numpy(), reps["t_end_unix_s"].to_numpy()
+    joules = np.interp(end, times, energy) - np.interp(start, times, energy)
+    return np.where(end - start >= MIN_REP_ENERGY_S, joules, math.nan)
 
 
 def attach(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
@@ -42,6 +55,7 @@ def attach(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     for column, values in stats.items():
         out[column] = values
     out["telemetry_samples"] = counts
+    out["energy_j"] = _energy_per_rep(reps, samples)
     reasons = out["clock_event_reasons"]
     out["throttled"] = [(not math.isnan(r)) and bool(int(r) & THROTTLE_MASK) for r in reasons]
     out["clock_event_names"] = [describe_reasons(None if math.isnan(r) else int(r)) for r in reasons]

@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .sampler import TelemetrySampler
@@ -87,6 +88,42 @@ class EnergyMeter:
                 )
             windows[device] = EnergyWindow(device, start, end, energy, method, reliable, note)
         return windows
+
+
+def window_from_trace(
+    samples: pd.DataFrame,
+    device: str,
+    start_unix_s: float,
+    end_unix_s: float,
+    method: str,
+    min_window_s: float,
+) -> EnergyWindow:
+    """Energy between two instants from the energy counter column of a sampled trace, interpolated
+    between samples. For work whose boundaries another process reports (a CUDA binary's per-rep
+    timestamps), where begin_window/end_window cannot be called at the right moments."""
+    mine = samples[(samples["device"] == device) & samples["energy_j"].notna()]
+    if len(mine) < 2:
+        return EnergyWindow(
+            device,
+            start_unix_s,
+            end_unix_s,
+            math.nan,
+            "unavailable",
+            False,
+            "no energy counter readings in the trace",
+        )
+    times, energy = mine["time_unix_s"].to_numpy(), mine["energy_j"].to_numpy()
+    joules = float(np.interp(end_unix_s, times, energy) - np.interp(start_unix_s, times, energy))
+    reliable = end_unix_s - start_unix_s >= min_window_s
+    note = (
+        ""
+        if reliable
+        else (
+            f"window {end_unix_s - start_unix_s:.2f} s is shorter than {min_window_s} s; "
+            "the counter updates about every 100 ms, so this value is coarse"
+        )
+    )
+    return EnergyWindow(device, start_unix_s, end_unix_s, joules, method, reliable, note)
 
 
 @dataclass(frozen=True)

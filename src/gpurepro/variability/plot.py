@@ -1,0 +1,67 @@
+"""plot_variability: per-GPU rate relative to the median GPU, rate against power, SM clock and temperature
+per rep, and the per-rep time series of every GPU and run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..plotting import figure, not_reported, save
+
+SCATTERS = [("power_w_median", "power (W)"), ("sm_clock_mhz_median", "SM clock (MHz)"),
+            ("temperature_c_median", "temperature (C)")]  # fmt: skip
+
+
+def plot(reps: pd.DataFrame, out: Path | str) -> None:
+    profile, n = reps["profile"].iloc[0], int(reps["n"].iloc[0])
+    title = f"SGEMM variability on {profile}, N={n} ({reps['device'].nunique()} device(s))"
+    fig, axes = figure(3, title, rows=2)
+    relative_ax, time_ax, energy_ax, *scatter_axes = axes
+    reps = reps.assign(gpu=reps["device"].astype(str))
+    for backend, rows in reps.groupby("backend"):
+        per_gpu = rows.groupby("gpu")["tflops"]
+        relative = per_gpu.median() / per_gpu.median().median()
+        relative_ax.plot(relative.index, relative.values, marker="o", linestyle="none", label=str(backend))
+        for (gpu, run), series in rows.groupby(["gpu", "run"]):
+            time_ax.plot(series["rep"], series["ms"], lw=0.8, label=f"{backend} gpu {gpu} run {run}")
+        energy = rows.groupby("gpu")["energy_per_rep_j"].median()
+        if energy.notna().any():
+            energy_ax.plot(energy.index, energy.values, marker="s", linestyle="none", label=str(backend))
+        for ax, (column, label) in zip(scatter_axes, SCATTERS, strict=True):
+            if rows[column].isna().all():
+                continue
+            for gpu, points in rows.groupby("gpu"):
+                throttled = points["throttled"].astype(bool)
+                ax.scatter(
+                    points.loc[~throttled, column],
+                    points.loc[~throttled, "tflops"],
+                    s=8,
+                    label=f"{backend} gpu {gpu}",
+                )
+                if throttled.any():
+                    ax.scatter(
+                        points.loc[throttled, column],
+                        points.loc[throttled, "tflops"],
+                        s=20,
+                        marker="x",
+                        color="red",
+                        label="throttled rep",
+                    )
+            ax.set(xlabel=label, ylabel="TFLOP/s")
+    relative_ax.axhline(1.0, color="grey", lw=0.8)
+    relative_ax.set(xlabel="GPU", ylabel="median rate / median GPU's", title="per-GPU performance")
+    relative_ax.legend(fontsize="small")
+    time_ax.set(xlabel="rep", ylabel="ms per SGEMM", title="every rep of every run")
+    time_ax.legend(fontsize="x-small")
+    if energy_ax.lines:
+        energy_ax.set(xlabel="GPU", ylabel="J per SGEMM (NVML energy counter)", title="energy per rep")
+        energy_ax.legend(fontsize="small")
+    else:
+        not_reported(energy_ax, "energy")
+    for ax, (column, label) in zip(scatter_axes, SCATTERS, strict=True):
+        if reps[column].isna().all():
+            not_reported(ax, label)
+        else:
+            ax.legend(fontsize="x-small")
+    save(fig, out)
