@@ -7,6 +7,7 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -184,3 +185,23 @@ def test_nvml_sampler_on_a_real_gpu() -> None:
     assert sampler.trace.achieved_rate_hz >= 45
     assert frame["power_w"].gt(0).all() and frame["sm_clock_mhz"].gt(0).all()
     assert window.method == "nvml_energy_counter" and 10 < window.avg_power_w < 2000
+
+
+def test_external_workload_reruns_to_span_the_energy_window() -> None:
+    from gpurepro.harness import Workload, _reps_spanning
+
+    def reps_of(count: int, ms: float) -> pd.DataFrame:
+        start = np.arange(count) * ms / 1e3
+        return pd.DataFrame({"ms": ms, "t_start_unix_s": start, "t_end_unix_s": start + ms / 1e3})
+
+    asked: list[int] = []
+
+    def energy_reps(count: int) -> pd.DataFrame:
+        asked.append(count)
+        return reps_of(count, 20.0)
+
+    workload = Workload(lambda: reps_of(10, 20.0), None, lambda: None, energy_reps)
+    long_enough = reps_of(200, 20.0)  # 4 s of reps already span a 3 s window
+    assert _reps_spanning(workload, long_enough, 3.0) is long_enough and asked == []
+    spanning = _reps_spanning(workload, reps_of(10, 20.0), 3.0)
+    assert asked == [180] and len(spanning) == 180  # 3 s / 20 ms, with 20% to spare

@@ -6,8 +6,9 @@
 3. timed repetitions with the telemetry sampler running in the background,
 4. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
    NVML's energy counter updates only about every 100 ms (skipped, and said so, where there is no counter).
-   Workloads run by another process (the CUDA kernels) have no operation to repeat; their energy is the
-   counter's rise over the span of the timed reps, read from the trace.
+   Workloads run by another process (the CUDA kernels) have no operation to repeat from Python; their
+   energy is the counter's rise over the span of their reps, read from the trace: the timed reps when they
+   last long enough, else a further run of enough reps.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class Workload:
     timed_reps: Callable[[], pd.DataFrame]
     operation: Callable[[], None] | None
     synchronize: Callable[[], None]
+    # For workloads without an operation: run this many reps again (same table as timed_reps).
+    energy_reps: Callable[[int], pd.DataFrame] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,18 @@ def run_energy_window(
     return meter.end_window("energy"), operations
 
 
+def _span_s(reps: pd.DataFrame) -> float:
+    return float(reps["t_end_unix_s"].max() - reps["t_start_unix_s"].min())
+
+
+def _reps_spanning(workload: Workload, reps: pd.DataFrame, min_seconds: float) -> pd.DataFrame:
+    """The timed reps if they span the energy window, else a further run of enough reps to span it."""
+    if _span_s(reps) >= min_seconds or workload.energy_reps is None:
+        return reps
+    per_rep_s = max(float(reps["ms"].median()) / 1e3, 1e-6)
+    return workload.energy_reps(math.ceil(1.2 * min_seconds / per_rep_s))
+
+
 class _Phases:
     """Wall-clock intervals of the job's phases, to label every telemetry sample with the phase it fell in."""
 
@@ -168,11 +183,14 @@ def measure(
             workload = prepare()
         with phases.phase("reps"):
             reps = workload.timed_reps()
-        if not note and workload.operation is not None:
+        if not note:
             with phases.phase("energy"):
-                windows, operations = run_energy_window(
-                    meter, workload.operation, workload.synchronize, settings.min_energy_window_s
-                )
+                if workload.operation is not None:
+                    windows, operations = run_energy_window(
+                        meter, workload.operation, workload.synchronize, settings.min_energy_window_s
+                    )
+                else:
+                    span_reps = _reps_spanning(workload, reps, settings.min_energy_window_s)
     trace = sampler.trace
     assert trace is not None
     trace.frame["phase"] = phases.label(trace.frame["time_unix_s"])
@@ -182,14 +200,14 @@ def measure(
         for device, window in idle_windows.items()
     }
     if not note and workload.operation is None:
-        start, end = float(reps["t_start_unix_s"].min()), float(reps["t_end_unix_s"].max())
+        start, end = float(span_reps["t_start_unix_s"].min()), float(span_reps["t_end_unix_s"].max())
         windows = {
             device: window_from_trace(
                 trace.frame, device, start, end, meter.method, settings.min_energy_window_s
             )
             for device in source.devices()
         }
-        operations = len(reps)
+        operations = len(span_reps)
     if not note:
         energy = {
             device: EnergyResult(window, operations, idle[device].power_w)

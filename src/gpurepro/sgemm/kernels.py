@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -47,15 +47,18 @@ class KernelSgemm:
         ]  # fmt: skip
 
     def timed_reps(self) -> pd.DataFrame:
-        """Run the binary once; its per-rep CSV becomes the reps table. The binary verifies every product
-        and exits 3 without a CSV when one is wrong, which fails the job."""
+        return self.run(self.reps)
+
+    def run(self, reps: int) -> pd.DataFrame:
+        """Run the binary for `reps` reps; its per-rep CSV becomes the reps table. The binary verifies
+        every product and exits 3 without a CSV when one is wrong, which fails the job."""
         if not self.binary.is_file():
             raise GpureproError(
                 f"SGEMM binary {self.binary} does not exist; build it with `snakemake build_kernels`"
             )
         with tempfile.TemporaryDirectory(prefix="gpurepro-sgemm-") as tmp:
             out = Path(tmp) / "reps.csv"
-            command = self.command(out, Path(tmp))
+            command = replace(self, reps=reps).command(out, Path(tmp))
             result = subprocess.run(command, capture_output=True, text=True, env=cuda_env())
             if result.returncode != 0:
                 raise GpureproError(
@@ -68,4 +71,4 @@ class KernelSgemm:
 
     def workload(self) -> Workload:
         # No operation to repeat from Python: energy is read over the span of the binary's reps.
-        return Workload(self.timed_reps, None, lambda: None)
+        return Workload(self.timed_reps, None, lambda: None, energy_reps=self.run)

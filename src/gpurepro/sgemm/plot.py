@@ -29,6 +29,8 @@ def plot(table: pd.DataFrame, traces: list[Path | str], out: Path | str) -> None
             median.index, median, yerr=[median - p25, p75 - median], marker="o", capsize=3, label=str(backend)
         )
         energy = pick(rows, "energy_per_op", "above_idle").set_index("n")["value"]
+        reliable = pick(rows, "energy_window_reliable", "value").set_index("n")["value"]
+        energy = energy[reliable.reindex(energy.index).fillna(0) > 0]  # windows too short are not drawn
         if len(energy):
             energy_ax.plot(energy.index, energy, marker="o", label=f"{backend}, above idle")
     sizes = sorted(table["n"].unique())

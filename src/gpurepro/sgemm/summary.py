@@ -46,6 +46,7 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
         rows.append(single("energy_per_op", energy["energy_per_op_j"], "J", "gross"))
         rows.append(single("energy_per_op", energy["energy_per_op_above_idle_j"], "J", "above_idle"))
         rows.append(single("energy_window", energy["duration_s"], "s"))
+        rows.append(single("energy_window_reliable", float(energy["reliable"]), "bool"))
         rows.append(single("energy_window_power", energy["avg_power_w"], "W", "mean"))
     rows.append(single("telemetry_rate", measurement.get("telemetry", {}).get("achieved_rate_hz"), "Hz"))
     return long_frame(keys, rows)
