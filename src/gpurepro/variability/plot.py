@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..plotting import figure, not_reported, save
+from ..plotting import figure, not_reported, plt, save
 
 SCATTERS = [("power_w_median", "power (W)"), ("sm_clock_mhz_median", "SM clock (MHz)"),
             ("temperature_c_median", "temperature (C)")]  # fmt: skip
@@ -19,6 +19,7 @@ def plot(reps: pd.DataFrame, out: Path | str) -> None:
     fig, axes = figure(3, title, rows=2)
     relative_ax, time_ax, energy_ax, *scatter_axes = axes
     reps = reps.assign(gpu=reps["device"].astype(str))
+    colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
     for backend, rows in reps.groupby("backend"):
         per_gpu = rows.groupby("gpu")["tflops"]
         relative = per_gpu.median() / per_gpu.median().median()
@@ -28,27 +29,21 @@ def plot(reps: pd.DataFrame, out: Path | str) -> None:
         energy = rows.groupby("gpu")["energy_per_rep_j"].median()
         if energy.notna().any():
             energy_ax.plot(energy.index, energy.values, marker="s", linestyle="none", label=str(backend))
-        for ax, (column, label) in zip(scatter_axes, SCATTERS, strict=True):
-            if rows[column].isna().all():
-                continue
-            for gpu, points in rows.groupby("gpu"):
-                throttled = points["throttled"].astype(bool)
-                ax.scatter(
-                    points.loc[~throttled, column],
-                    points.loc[~throttled, "tflops"],
-                    s=8,
-                    label=f"{backend} gpu {gpu}",
-                )
-                if throttled.any():
-                    ax.scatter(
-                        points.loc[throttled, column],
-                        points.loc[throttled, "tflops"],
-                        s=20,
-                        marker="x",
-                        color="red",
-                        label="throttled rep",
-                    )
-            ax.set(xlabel=label, ylabel="TFLOP/s")
+        for gpu, points in rows.groupby("gpu"):
+            color = next(colors)
+            throttled = points["throttled"].astype(bool)
+            for ax, (column, _label) in zip(scatter_axes, SCATTERS, strict=True):
+                # one colour per backend and GPU; crosses are reps with a power or thermal clock event
+                for mask, marker, suffix in ((~throttled, "o", ""), (throttled, "x", ", throttled")):
+                    if mask.any() and points[column].notna().any():
+                        ax.scatter(
+                            points.loc[mask, column],
+                            points.loc[mask, "tflops"],
+                            s=10,
+                            marker=marker,
+                            color=color,
+                            label=f"{backend} gpu {gpu}{suffix}",
+                        )
     relative_ax.axhline(1.0, color="grey", lw=0.8)
     relative_ax.set(xlabel="GPU", ylabel="median rate / median GPU's", title="per-GPU performance")
     relative_ax.legend(fontsize="small")
@@ -63,5 +58,6 @@ def plot(reps: pd.DataFrame, out: Path | str) -> None:
         if reps[column].isna().all():
             not_reported(ax, label)
         else:
+            ax.set(xlabel=label, ylabel="TFLOP/s")
             ax.legend(fontsize="x-small")
     save(fig, out)
