@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <utility>
+#include <vector>
 
 // Exit codes, so that a pipeline can tell a bad invocation from a broken GPU
 // from a wrong product.
@@ -113,6 +115,42 @@ inline bool parse_u64(const char* s, unsigned long long* out) {
 }
 
 // Formats cudaDeviceProp::uuid as NVML and nvidia-smi print it.
+// The command line both programs share the shape of: positional arguments, and options written
+// `--name value` or `--name=value`. `help` is set by -h/--help. An option missing its value is reported
+// through `usage_error`, which does not return.
+struct CommandLine {
+  bool help = false;
+  std::vector<const char*> positional;
+  std::vector<std::pair<std::string, std::string>> options;  // (--name, value), in order
+};
+
+inline CommandLine split_command_line(int argc, char** argv, void (*usage_error)(const std::string&)) {
+  CommandLine cl;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      cl.help = true;
+      return cl;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      cl.positional.push_back(argv[i]);
+      continue;
+    }
+    std::string value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      usage_error("option " + arg + " needs a value");
+    }
+    cl.options.emplace_back(arg, value);
+  }
+  return cl;
+}
+
 inline std::string format_gpu_uuid(const cudaUUID_t& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char buf[48];

@@ -44,27 +44,13 @@ int main(int argc, char** argv) {
   spec.seed = 1;
   std::string dir = ".";
   int gpu = 0;
-  std::vector<const char*> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
-      positional.push_back(argv[i]);
-      continue;
-    }
-    std::string value;  // --opt value or --opt=value
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      usage_error("option " + arg + " needs a value");
-    }
+  const CommandLine cl = split_command_line(argc, argv, usage_error);
+  if (cl.help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  const std::vector<const char*>& positional = cl.positional;
+  for (const auto& [arg, value] : cl.options) {
     long long v = 0;
     if (arg == "--mode") {
       if (!parse_data_mode(value.c_str(), &spec.mode)) usage_error("--mode must be random or sincos");

@@ -87,27 +87,13 @@ struct Options {
 Options parse_args(int argc, char** argv) {
   Options o;
   o.spec.seed = 1;
-  std::vector<const char*> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      print_usage(stdout);
-      std::exit(kExitOk);
-    }
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
-      positional.push_back(argv[i]);
-      continue;
-    }
-    std::string value;  // --opt value or --opt=value
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      usage_error("option " + arg + " needs a value");
-    }
+  const CommandLine cl = split_command_line(argc, argv, usage_error);
+  if (cl.help) {
+    print_usage(stdout);
+    std::exit(kExitOk);
+  }
+  const std::vector<const char*>& positional = cl.positional;
+  for (const auto& [arg, value] : cl.options) {
     long long v = 0;
     if (arg == "--impl") {
       if (value != "cublas" && value != "tiled" && value != "both")

@@ -8,14 +8,10 @@ import pandas as pd
 
 from ..results import read_sidecar
 from ..tables import describe, long_frame, single
+from ..telemetry.align import REP_TELEMETRY_METRICS
 
-REP_METRICS = [  # (column in the raw file, metric name, unit)
-    ("ms", "time", "ms"),
-    ("tflops", "rate", "TFLOP/s"),
-    ("power_w_median", "power", "W"),
-    ("sm_clock_mhz_median", "sm_clock", "MHz"),
-    ("temperature_c_median", "temperature", "C"),
-]
+# Per rep: the timing and the telemetry attached to it (column in the raw file, metric name, unit).
+REP_METRICS = [("ms", "time", "ms"), ("tflops", "rate", "TFLOP/s"), *REP_TELEMETRY_METRICS]
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:

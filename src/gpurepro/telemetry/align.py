@@ -10,6 +10,12 @@ import pandas as pd
 
 from ..nvml import THROTTLE_MASK, describe_reasons
 
+# The per-rep telemetry columns attach() adds that summaries report: (column, metric name, unit).
+REP_TELEMETRY_METRICS = [
+    ("power_w_median", "power", "W"),
+    ("sm_clock_mhz_median", "sm_clock", "MHz"),
+    ("temperature_c_median", "temperature", "C"),
+]
 MIN_REP_ENERGY_S = 1.0
 MEDIAN_COLUMNS = ["power_w", "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "util_pct"]
 

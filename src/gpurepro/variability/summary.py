@@ -13,17 +13,11 @@ from typing import Any
 import pandas as pd
 
 from ..results import read_sidecar
+from ..sgemm.summary import REP_METRICS
 from ..tables import single
 
 # (column of the reps table, metric name, unit)
-METRICS = [
-    ("ms", "time", "ms"),
-    ("tflops", "rate", "TFLOP/s"),
-    ("power_w_median", "power", "W"),
-    ("sm_clock_mhz_median", "sm_clock", "MHz"),
-    ("temperature_c_median", "temperature", "C"),
-    ("energy_per_rep_j", "energy_per_rep", "J"),
-]
+METRICS = [*REP_METRICS, ("energy_per_rep_j", "energy_per_rep", "J")]
 
 
 def read_reps(path: Path | str) -> pd.DataFrame:
