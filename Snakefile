@@ -19,6 +19,9 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/kernels.smk"
 include: "workflow/rules/sgemm.smk"
 include: "workflow/rules/variability.smk"
+include: "workflow/rules/inference.smk"
+# Last: the verdict, runtimes and combined tables collect the tables and plots of the studies above.
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -28,3 +31,7 @@ rule all:
         rules.plot_sgemm.output,
         rules.variability.output,
         rules.plot_variability.output,
+        rules.inference.input,
+        rules.plot_deit.output,
+        rules.plot_bert.output,
+        rules.report.input,

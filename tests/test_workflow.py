@@ -5,6 +5,7 @@ end, writes protected raw data, and reruns one target alone."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -27,6 +28,11 @@ def test_dry_run_for_every_profile(device: str) -> None:
     planned = result.stdout + result.stderr
     assert f"results/{device}/plots/sgemm.png" in planned
     assert f"results/{device}/plots/variability.png" in planned
+    assert f"results/{device}/verdict.md" in planned and f"results/{device}/plots/runtimes.png" in planned
+    assert f"results/{device}/plots/deit.png" in planned and f"results/{device}/plots/bert.png" in planned
+    if device != "cpu":  # the GPU profiles plan every mode; the cpu profile runs eager only
+        assert f"results/{device}/inference/raw/deit/deit-b_b1_fp16_cudagraph.csv" in planned
+        assert f"results/{device}/inference/raw/bert/bert-l_s384_b32_fp16_compile.csv" in planned
     if device != "cpu" and shutil.which("nvcc"):
         assert "rule build_kernels:" in planned and f"results/{device}/sgemm/raw/tiled_n" in planned
 
@@ -66,6 +72,38 @@ def test_gpus_list_from_the_command_line_is_accepted() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+def test_slurm_profile_plans_one_gpu_per_job_without_slurm_installed() -> None:
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    result = run_snakemake(
+        "--profile", "profiles/slurm", "-n", "--config", "device=h100", "gpus=[0,1]", cwd=ROOT
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    planned = result.stdout + result.stderr
+    assert "gpu=1, gpu_model=h100" in planned and "gpu_0=" not in planned
+    # each job measures GPU 0 of its own allocation, whichever variability slot it is
+    assert re.search(r"gpurepro sgemm \d+ \d+ 0 .*variability/raw/\w+_gpu1_run1\.csv", planned)
+    assert "rule verdict:" in planned and "slurm_partition=gpu" in planned
+
+
+def test_cluster_needs_a_named_profile() -> None:
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    result = run_snakemake("--profile", "profiles/slurm", "-n", cwd=ROOT)
+    assert result.returncode != 0
+    message = "device=auto with cluster.enabled: the GPUs are on the compute nodes, not here"
+    assert message in result.stdout + result.stderr
+
+
+def test_bad_claim_file_fails_before_any_job(workflow_copy: Path) -> None:
+    claims = workflow_copy / "config" / "expected" / "sc22_variability.yaml"
+    claims.write_text(claims.read_text().replace("relative: 0.05", "relative: -0.05", 1))
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=v100", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert (
+        "sc22_variability.yaml: key claims.0.tolerance.relative: -0.05 is less than the minimum of 0 "
+        "(claim sc22-v100-cublas-time-per-gpu)"
+    ) in result.stdout + result.stderr
+
+
 def test_negative_size_in_a_profile_names_the_key(workflow_copy: Path) -> None:
     profile_file = workflow_copy / "config/devices/v100.yaml"
     profile = yaml.safe_load(profile_file.read_text())
@@ -87,6 +125,12 @@ def test_lint_finds_nothing_but_the_missing_container() -> None:
     assert titles <= {"Specify a conda environment or container for each rule.:"}, output
 
 
+def test_lint_is_clean_once_a_container_image_is_configured() -> None:
+    image = "container_image=docker://example.org/gpurepro:dev"
+    result = run_snakemake("--lint", "--config", image, cwd=ROOT)
+    assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
 @pytest.mark.pipeline
 def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     test_config = workflow_copy / "test-config.yaml"
@@ -98,7 +142,8 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
                     "idle_seconds": 0.5,
                     "min_energy_window_s": 0.5,
                     "cooldown_max_wait_s": 0,
-                }
+                },
+                "inference": {"min_run_time_s": 0.2, "warmup": 1, "energy_window_s": 0.5},
             }
         )
     )
@@ -120,13 +165,45 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
         "torch_n256.log",
         "torch_n512.log",
     ]
-    assert len(list((results / "benchmarks" / "sgemm").iterdir())) == 2
+    assert len(list((results / "benchmarks" / "sgemm").iterdir())) == 4  # the runs, aggregate, plot
 
     reps = pd.read_csv(results / "tables" / "variability_reps.csv")
     assert sorted(reps["run"].unique()) == [1, 2] and set(reps["device"]) == {"cpu"}
     summary = pd.read_csv(results / "tables" / "variability_summary.csv")
     assert {"time", "rate", "rate_vs_median_gpu", "throttled_reps"} <= set(summary["metric"])
     assert (results / "plots" / "variability.png").read_bytes()[:4] == b"\x89PNG"
+
+    for family, point, model in (
+        ("deit", "deit-t_b1_fp32_eager", "deit-t"),
+        ("bert", "bert-b_s32_b1_fp32_eager", "bert-b"),
+    ):
+        table = pd.read_csv(results / "tables" / f"inference_{family}.csv")
+        assert set(table["model"]) == {model} and set(table["status"]) == {"ok"}  # the cpu profile's point
+        latency = table[(table["metric"] == "latency") & (table["statistic"] == "median")]
+        assert len(latency) == 1 and latency["value"].item() > 0 and latency["unit"].item() == "ms"
+        assert {"energy_per_inference", "idle_power"} <= set(table["metric"])
+        assert (results / "plots" / f"{family}.png").read_bytes()[:4] == b"\x89PNG"
+        raw = results / "inference" / "raw" / family
+        assert sorted(p.name for p in raw.iterdir()) == sorted(
+            f"{point}{suffix}"
+            for suffix in (".csv", ".provenance.json", ".telemetry.csv", ".telemetry.provenance.json")
+        )
+        for path in raw.iterdir():
+            assert not os.stat(path).st_mode & stat.S_IWUSR, f"{path} is not write-protected"
+        assert (results / "logs" / "inference" / family / f"{point}.log").is_file()
+
+    # the end of the pipeline: every shipped claim is for a GPU, so on the cpu none applies
+    verdict = pd.read_csv(results / "verdict.csv")
+    assert len(verdict) >= 17 and set(verdict["status"]) == {"not applicable on this GPU"}
+    assert "| n/a |" in (results / "verdict.md").read_text() and (results / "verdict.html").is_file()
+    runtimes = pd.read_csv(results / "tables" / "runtimes.csv")
+    assert {"sgemm", "variability"} <= set(runtimes["step"]) and "report" not in set(runtimes["step"])
+    assert (results / "plots" / "runtimes.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (workflow_copy / "results" / "combined").exists()  # one device: nothing to combine
+    report = run_snakemake("--report", "report.html", *args, cwd=workflow_copy)
+    assert report.returncode == 0, report.stderr[-4000:]
+    html = (workflow_copy / "report.html").read_text()
+    assert all(name in html for name in ("sgemm.png", "variability.png", "verdict.html", "runtimes.png"))
 
     # a changed device check (or any key the measurements do not depend on) reruns nothing
     nothing = run_snakemake("-n", *args, "device_check=warn", cwd=workflow_copy)
@@ -136,3 +213,23 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert replot.returncode == 0, replot.stderr[-4000:]
     log = replot.stdout + replot.stderr
     assert "rule plot_sgemm:" in log and "rule sgemm_torch:" not in log
+
+    replot = run_snakemake("plot_bert", "--forcerun", "plot_bert", *args, cwd=workflow_copy)
+    assert replot.returncode == 0, replot.stderr[-4000:]
+    log = replot.stdout + replot.stderr
+    assert "rule plot_bert:" in log and "rule infer_bert:" not in log and "rule inference_bert:" not in log
+
+    # another device's results beside these (copied from another machine): tables across devices
+    other = workflow_copy / "results" / "h200" / "tables"
+    other.mkdir(parents=True)
+    pd.DataFrame(
+        [{"study": "sgemm", "profile": "h200", "backend": "cublas", "n": 8192, "metric": "rate",
+          "statistic": "median", "value": 51.2, "unit": "TFLOP/s"}]
+    ).to_csv(other / "sgemm.csv", index=False)  # fmt: skip
+    planned = run_snakemake("-n", *args, cwd=workflow_copy)
+    assert "results/combined/tables/sgemm.csv" in planned.stdout + planned.stderr
+    assert "results/combined/tables/variability_summary.csv" in planned.stdout + planned.stderr
+    combined = run_snakemake("results/combined/tables/sgemm.csv", *args, cwd=workflow_copy)
+    assert combined.returncode == 0, combined.stderr[-4000:]
+    table = pd.read_csv(workflow_copy / "results" / "combined" / "tables" / "sgemm.csv")
+    assert set(table["profile"]) == {"cpu", "h200"} and "unit" in table.columns

@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from . import __version__
-from .commands import aggregate, data, detect, plot, sgemm, telemetry
+from .commands import aggregate, data, detect, infer, plot, sgemm, telemetry, verdict
 from .errors import GpureproError
 
-SUBCOMMANDS = [detect, sgemm, telemetry, aggregate, plot, data]
+SUBCOMMANDS = [detect, sgemm, infer, telemetry, aggregate, plot, data, verdict]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ it, refuse to overwrite results, record provenance, run the shared harness and w
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from .commands.options import telemetry_settings
 from .errors import GpureproError
 from .profiles import check_gpu_matches, load_profile, pick_profile
 from .results import ensure_absent, write_raw
-from .telemetry import open_source
+from .telemetry import SAMPLE_COLUMNS, open_source
 from .telemetry.align import attach
 
 
@@ -33,16 +34,52 @@ class Target:
         return "cpu" if self.gpu_index is None else f"cuda:{self.gpu_index}"
 
 
+def visible_device_mismatch(index: int, visible: str | None, nvml_count: int, nvml_uuid: str) -> str | None:
+    """Why CUDA's GPU `index` may not be NVML's GPU `index` (None when they are the same GPU).
+
+    A job passes one index to CUDA (torch, the kernels) and to NVML (telemetry, energy). CUDA numbers only
+    the GPUs CUDA_VISIBLE_DEVICES lists; NVML ignores the variable. They agree when it is unset; when NVML
+    sees just the listed GPUs (a scheduler that hides the others from the job, as SLURM does with
+    ConstrainDevices=yes), in the same order; or when entry `index` names NVML's GPU `index`.
+    """
+    if visible is None:
+        return None
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    if index >= len(entries):
+        return f"CUDA_VISIBLE_DEVICES='{visible}' leaves CUDA {len(entries)} GPU(s): there is no GPU {index}"
+    entry = entries[index]
+    if entry.startswith("GPU-"):
+        if nvml_uuid.startswith(entry):
+            return None
+    elif entry.isdigit():
+        numbers = [int(e) for e in entries if e.isdigit()]
+        if int(entry) == index or (len(entries) == nvml_count and numbers == sorted(numbers)):
+            return None
+    else:  # MIG instances and other forms: nothing to compare
+        return None
+    return (
+        f"CUDA_VISIBLE_DEVICES='{visible}' makes CUDA's GPU {index} the GPU '{entry}', but NVML, which reads "
+        f"power and energy, sees all {nvml_count} GPUs and would read its GPU {index}, another one. Let the "
+        "scheduler hide the other GPUs from the job (SLURM: ConstrainDevices=yes in cgroup.conf), or unset "
+        "CUDA_VISIBLE_DEVICES and pass the GPU's NVML index"
+    )
+
+
 def resolve_target(gpu: int | str, profile_name: str | None, device_check: str) -> Target:
-    """Pick or load the profile and stop (or warn) when the GPU found is not its model."""
+    """Pick or load the profile and stop (or warn) when the GPU found is not its model, or when CUDA and
+    NVML would not be measuring the same GPU."""
     gpu_index = None if gpu == "cpu" else int(gpu)
     info = None
     if gpu_index is not None:
         try:
             with nvml.session():
                 info = nvml.gpu_info(gpu_index)
+                count = nvml.device_count()
         except nvml.NvmlUnavailable as err:
             raise GpureproError(f"cannot measure on GPU {gpu_index}: {err}") from err
+        visible = visible_device_mismatch(gpu_index, os.environ.get("CUDA_VISIBLE_DEVICES"), count, info.uuid)
+        if visible:
+            raise GpureproError(visible)
     if profile_name is None:
         profile_name = pick_profile([info] if info else [])
     profile = load_profile(profile_name)
@@ -56,6 +93,13 @@ def resolve_target(gpu: int | str, profile_name: str | None, device_check: str) 
     return Target(gpu_index, profile, mismatch)
 
 
+def _begin(args: argparse.Namespace, target: Target, describe: dict[str, Any]) -> dict[str, Any]:
+    """The provenance known before measuring: the GPU's state now, the config hash, the workload."""
+    gpus = [] if target.gpu_index is None else [target.gpu_index]
+    extra = {"device_mismatch": target.device_mismatch, "workload": describe}
+    return provenance.begin(gpus, target.profile["name"], args.config_hash, extra)
+
+
 def run_job(
     args: argparse.Namespace,
     target: Target,
@@ -65,13 +109,8 @@ def run_job(
     """Measure with the shared harness, write raw reps and trace with sidecars, return the reps table."""
     outputs = [p for p in (args.out, args.trace_out) if p]
     ensure_absent(*outputs)
+    started = _begin(args, target, describe)
     gpus = [] if target.gpu_index is None else [target.gpu_index]
-    started = provenance.begin(
-        gpus,
-        target.profile["name"],
-        args.config_hash,
-        {"device_mismatch": target.device_mismatch, "workload": describe},
-    )
     source = open_source(gpus or None)
     try:
         result = harness.measure(source, telemetry_settings(args), prepare)
@@ -91,6 +130,29 @@ def run_job(
         write_raw(result.trace.frame, args.trace_out, record)
     _report(result, reps)
     return reps
+
+
+def record_failure(args: argparse.Namespace, target: Target, describe: dict[str, Any], reason: str) -> int:
+    """A point that cannot be measured here (out of memory, a compiler error): one row with status
+    `failed` and the reason, and an empty trace, each with a provenance sidecar, so a sweep files the
+    point as failed and goes on. Returns the exit status: 0 once recorded in --out, 1 without --out."""
+    print(f"point failed: {reason}", file=sys.stderr)
+    if not args.out:
+        return 1
+    record = provenance.finish(_begin(args, target, describe), {"failed": reason})
+    device = "cpu" if target.gpu_index is None else str(target.gpu_index)
+    row = {
+        "profile": target.profile["name"],
+        "device": device,
+        **describe,
+        "status": "failed",
+        "reason": reason,
+    }
+    write_raw(pd.DataFrame([row]), args.out, record)
+    if args.trace_out:
+        write_raw(pd.DataFrame(columns=[*SAMPLE_COLUMNS, "phase"]), args.trace_out, record)
+    print(f"recorded as failed in {args.out}", file=sys.stderr)
+    return 0
 
 
 def _report(result: harness.Measurement, reps: pd.DataFrame) -> None:

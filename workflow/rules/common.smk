@@ -48,10 +48,21 @@ def detected_gpus():
     return [g for g in gpus if g.index in config["gpus"]]
 
 
+# On a cluster (profiles/slurm sets cluster.enabled) every GPU job is its own allocation of one GPU, which
+# the scheduler makes the only GPU the job sees: jobs measure GPU 0 of their allocation and ask for it
+# with the `gpu` and `gpu_model` resources that snakemake-executor-plugin-slurm turns into --gpus.
+CLUSTER = config["cluster"]["enabled"]
+
+
 def resolve_device():
     """The profile name: config `device`, or for auto the one matching the GPUs found (cpu if none)."""
     if config["device"] != "auto":
         return config["device"]
+    if CLUSTER:
+        raise WorkflowError(
+            "device=auto with cluster.enabled: the GPUs are on the compute nodes, not here; name the "
+            "profile, e.g. --config device=h100"
+        )
     try:
         return profiles.pick_profile(detected_gpus())
     except GpureproError as err:
@@ -66,11 +77,14 @@ validated(
 PROFILE = profiles.with_quick_settings(PROFILE, config["quick"])
 IS_GPU = PROFILE["kind"] == "gpu"
 
-# GPU indices measured on. Planning a GPU profile on a machine without one assumes GPU 0.
-GPUS = [g.index for g in detected_gpus()] if IS_GPU else []
+# GPU indices measured on. Planning a GPU profile on a machine without one assumes GPU 0. On a cluster
+# they are not GPUs of this machine but one allocation each (gpus=[0,1,2,3]: four), all measuring GPU 0.
+GPUS = [g.index for g in detected_gpus()] if IS_GPU and not CLUSTER else []
 if IS_GPU and not GPUS:
     GPUS = [0] if config["gpus"] == "all" else list(config["gpus"])
-MEASURE_GPU = GPUS[0] if IS_GPU else "cpu"
+MEASURE_GPU = (0 if CLUSTER else GPUS[0]) if IS_GPU else "cpu"
+# The GPU argument of a job with a {gpu} wildcard (a shell snippet, so local commands stay as they were).
+GPU_ARGUMENT = "0" if CLUSTER else "{wildcards.gpu}"
 
 RESULTS = f"{config['results_dir']}/{DEVICE}"
 CONFIG_HASH = provenance.config_hash(config)
@@ -79,6 +93,24 @@ CONFIG_HASH = provenance.config_hash(config)
 os.environ.update(
     GPUREPRO_CONFIG_HASH=CONFIG_HASH, GPUREPRO_DEVICE_CHECK=config["device_check"]
 )
+
+
+# Every rule runs in the project's container image when one is configured and Snakemake runs with
+# --sdm apptainer (profiles/slurm); with none, rules use the software installed where they run.
+container: config["container_image"] or None
+
+
+onstart:
+    # Checked once the executor is known (a dry-run plans without one): cluster.enabled measures GPU 0 of
+    # each job's own allocation, which is only right where the scheduler gives each job its own GPU.
+    if IS_GPU and workflow.non_local_exec != CLUSTER:
+        raise WorkflowError(
+            "cluster.enabled is off but jobs go to a cluster executor: run with --profile profiles/slurm "
+            "(it sets cluster.enabled), or add cluster={enabled: true} to your --configfile"
+            if workflow.non_local_exec
+            else "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
+            "Use the default profile, or --profile profiles/slurm"
+        )
 
 
 # The CUDA kernels (kernels/) need nvcc and a GPU profile; without nvcc they are skipped, and said so.
@@ -99,16 +131,28 @@ wildcard_constraints:
     backend="torch|cublas|tiled",
 
 
+def cluster_resources():
+    """What a GPU job asks the scheduler for: one GPU, of the profile's model unless gpu_model says."""
+    model = config["cluster"]["gpu_model"]
+    model = DEVICE if model == "profile" else model
+    return {"gpu": 1} if model == "any" else {"gpu": 1, "gpu_model": model}
+
+
 def measure_resources(gpu=MEASURE_GPU):
     """A resource per GPU (gpu_0, gpu_1, ...; profiles/default caps each at 1) so two measurements never
-    share a GPU, while jobs on different GPUs may run side by side."""
-    return {} if gpu == "cpu" else {f"gpu_{gpu}": 1, "gpu": 1}
+    share a GPU, while jobs on different GPUs may run side by side. On a cluster: one GPU per job.
+    """
+    if gpu == "cpu":
+        return {}
+    return cluster_resources() if CLUSTER else {f"gpu_{gpu}": 1, "gpu": 1}
 
 
 def per_gpu_resources():
     """measure_resources for rules with a {gpu} wildcard: the job takes the resource of its own GPU."""
     if not IS_GPU:
         return {}
+    if CLUSTER:
+        return cluster_resources()
     claims = {
         f"gpu_{g}": (lambda wildcards, g=g: int(int(wildcards.gpu) == g)) for g in GPUS
     }
@@ -117,7 +161,13 @@ def per_gpu_resources():
 
 def measure_threads():
     """A CPU measurement takes every core, so nothing runs beside it; a GPU job needs one."""
-    return 1 if IS_GPU else workflow.cores
+    if IS_GPU:
+        return 1
+    # Without --cores nothing runs (--report, --lint): any count will do.
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
 
 
 def kernel_binary(wildcards):
@@ -140,12 +190,15 @@ def binary_flag(wildcards, input):
     return f"--binary {input.binary}" if input.binary else ""
 
 
-def measurement_flags():
-    """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, telemetry."""
+def measurement_flags(energy_window_s=None):
+    """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, telemetry. A study
+    may ask for a longer energy window than telemetry.min_energy_window_s, never a shorter one.
+    """
     t = config["telemetry"]
+    window = max(t["min_energy_window_s"], energy_window_s or 0)
     return (
         f"--profile {DEVICE} --seed {config['seed']} --rate-hz {t['rate_hz']} --idle-seconds {t['idle_seconds']} "
-        f"--energy-window-s {t['min_energy_window_s']} --cooldown-max-wait-s {t['cooldown_max_wait_s']}"
+        f"--energy-window-s {window} --cooldown-max-wait-s {t['cooldown_max_wait_s']}"
     )
 
 
@@ -157,3 +210,39 @@ def raw_outputs(stem):
         "trace": protected(f"{stem}.telemetry.csv"),
         "trace_provenance": protected(f"{stem}.telemetry.provenance.json"),
     }
+
+
+# Helpers of report.smk (the verdict, runtimes and combined tables), here with the other functions.
+PROFILE_NAMES = profiles.profile_names(Path(workflow.basedir) / "config" / "devices")
+
+
+def study_outputs(folder, suffix):
+    """Every `<RESULTS>/<folder>/<name><suffix>` made by the rules included so far, by name. Called once
+    the studies are included: the tables and plots of whichever studies exist, none of them named here.
+    """
+    prefix = f"{RESULTS}/{folder}/"
+    found = {}
+    for rule_ in workflow.rules:
+        for path in map(str, rule_.output):
+            name = path[len(prefix) :]
+            if path.startswith(prefix) and name.endswith(suffix) and "/" not in name:
+                found[name[: -len(suffix)]] = path
+    return dict(sorted(found.items()))
+
+
+def other_device_tables(name="*"):
+    """tables/<name>.csv of every other profile's results folder here (copied from other machines, or
+    from earlier runs of another profile)."""
+    return sorted(
+        str(path)
+        for path in Path(config["results_dir"]).glob(f"*/tables/{name}.csv")
+        if path.parent.parent.name in PROFILE_NAMES
+        and path.parent.parent.name != DEVICE
+    )
+
+
+def device_tables(wildcards):
+    """This run's table (made by its rule) and the same table of every other profile's results folder."""
+    made_here = wildcards.table in {*STUDY_TABLES, "runtimes"}
+    own = [f"{RESULTS}/tables/{wildcards.table}.csv"] if made_here else []
+    return own + other_device_tables(wildcards.table)

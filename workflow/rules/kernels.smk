@@ -14,6 +14,8 @@ rule build_kernels:
         gen_data=f"{KERNEL_BUILD}/gen_data",
     log:
         f"{RESULTS}/logs/build_kernels.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/build_kernels.tsv"
     params:
         arch=PROFILE["cuda_arch"],
         build_dir=lambda wildcards, output: Path(output.sgemm).parent,

@@ -37,6 +37,9 @@ rule sgemm:
         f"{RESULTS}/tables/sgemm.csv",
     log:
         f"{RESULTS}/logs/sgemm/aggregate.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sgemm/aggregate.tsv"
+    localrule: True
     shell:
         "gpurepro aggregate sgemm {input} --out {output} > {log} 2>&1"
 
@@ -56,5 +59,8 @@ rule plot_sgemm:
         ),
     log:
         f"{RESULTS}/logs/sgemm/plot.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sgemm/plot.tsv"
+    localrule: True
     shell:
         "gpurepro plot sgemm {input.table} --traces {input.traces} --out {output} > {log} 2>&1"

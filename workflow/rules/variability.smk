@@ -28,8 +28,11 @@ rule variability_run:
         warmup=SGEMM["warmup"],
         binary=binary_flag,
         flags=measurement_flags(),
+    # GPU_ARGUMENT: the job's own GPU, or on a cluster GPU 0 of the job's own allocation.
     shell:
-        "gpurepro sgemm {params.n} {params.reps} {wildcards.gpu} --backend {wildcards.backend} "
+        "gpurepro sgemm {params.n} {params.reps} "
+        + GPU_ARGUMENT
+        + " --backend {wildcards.backend} "
         "{params.binary} --warmup {params.warmup} --run {wildcards.run} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
@@ -50,6 +53,9 @@ rule variability:
         summary=f"{RESULTS}/tables/variability_summary.csv",
     log:
         f"{RESULTS}/logs/variability/aggregate.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/variability/aggregate.tsv"
+    localrule: True
     shell:
         "gpurepro aggregate variability {input} --out {output.reps} --summary {output.summary} > {log} 2>&1"
 
@@ -66,5 +72,8 @@ rule plot_variability:
         ),
     log:
         f"{RESULTS}/logs/variability/plot.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/variability/plot.tsv"
+    localrule: True
     shell:
         "gpurepro plot variability {input} --out {output} > {log} 2>&1"

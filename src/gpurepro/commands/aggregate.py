@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import combine, runtimes
 from ..errors import GpureproError
+from ..inference import summary as inference_summary
 from ..sgemm import summary as sgemm_summary
 from ..variability import summary as variability_summary
 
@@ -18,22 +20,43 @@ def _sgemm(paths: list[str]) -> dict[str, pd.DataFrame]:
     return {"out": sgemm_summary.summarise(paths)}
 
 
+def _inference(paths: list[str]) -> dict[str, pd.DataFrame]:
+    return {"out": inference_summary.summarise(paths)}
+
+
 def _variability(paths: list[str]) -> dict[str, pd.DataFrame]:
     reps = variability_summary.all_reps(paths)
     return {"out": reps, "summary": variability_summary.summarise(reps)}
 
 
-# Each study's tables, keyed by the option that names their file.
+def _runtimes(paths: list[str]) -> dict[str, pd.DataFrame]:
+    return {"out": runtimes.table(paths)}
+
+
+def _combined(paths: list[str]) -> dict[str, pd.DataFrame]:
+    return {"out": combine.combine(paths)}
+
+
+# Each study's tables, keyed by the option that names their file. Not studies, but made the same way:
+# `runtimes` (Snakemake benchmark files or their folders -> what each job cost) and `combined` (one table
+# from every <results>/<profile>/tables/ -> one table across devices).
 AGGREGATORS: dict[str, Callable[[list[str]], dict[str, pd.DataFrame]]] = {
     "sgemm": _sgemm,
     "variability": _variability,
+    "inference": _inference,
+    "runtimes": _runtimes,
+    "combined": _combined,
 }
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("aggregate", help="summarise raw results into tidy tables")
     parser.add_argument("study", choices=sorted(AGGREGATORS))
-    parser.add_argument("raw", nargs="+", help="raw result files (each with its .provenance.json)")
+    parser.add_argument(
+        "raw", nargs="+",
+        help="raw result files (each with its .provenance.json); runtimes: benchmark TSVs or their folders; "
+        "combined: <results>/<profile>/tables/<name>.csv of each profile",
+    )  # fmt: skip
     parser.add_argument("--out", required=True, help="CSV: the study's table (variability: every rep)")
     parser.add_argument("--summary", help="CSV: the spread summary (variability)")
     parser.set_defaults(func=run)

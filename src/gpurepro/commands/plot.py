@@ -6,12 +6,17 @@ import argparse
 
 import pandas as pd
 
+from .. import runtimes
+from ..inference import plot as inference_plot
 from ..sgemm import plot as sgemm_plot
 from ..variability import plot as variability_plot
 
 PLOTTERS = {
     "sgemm": lambda table, traces, out: sgemm_plot.plot(table, traces, out),
     "variability": lambda reps, _traces, out: variability_plot.plot(reps, out),
+    "deit": lambda table, _traces, out: inference_plot.plot(table, "deit", out),
+    "bert": lambda table, _traces, out: inference_plot.plot(table, "bert", out),
+    "runtimes": lambda table, _traces, out: runtimes.plot(table, out),
 }
 
 

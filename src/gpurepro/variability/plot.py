@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..plotting import figure, not_reported, plt, save
+from .summary import gpu_labels
 
 SCATTERS = [("power_w_median", "power (W)"), ("sm_clock_mhz_median", "SM clock (MHz)"),
             ("temperature_c_median", "temperature (C)")]  # fmt: skip
@@ -15,10 +16,10 @@ SCATTERS = [("power_w_median", "power (W)"), ("sm_clock_mhz_median", "SM clock (
 
 def plot(reps: pd.DataFrame, out: Path | str) -> None:
     profile, n = reps["profile"].iloc[0], int(reps["n"].iloc[0])
-    title = f"SGEMM variability on {profile}, N={n} ({reps['device'].nunique()} device(s))"
+    reps = reps.assign(gpu=gpu_labels(reps))
+    title = f"SGEMM variability on {profile}, N={n} ({reps['gpu'].nunique()} device(s))"
     fig, axes = figure(3, title, rows=2)
     relative_ax, time_ax, energy_ax, *scatter_axes = axes
-    reps = reps.assign(gpu=reps["device"].astype(str))
     colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
     for backend, rows in reps.groupby("backend"):
         per_gpu = rows.groupby("gpu")["tflops"]

@@ -40,6 +40,16 @@ def read_reps(path: Path | str) -> pd.DataFrame:
     return reps
 
 
+def gpu_labels(reps: pd.DataFrame) -> pd.Series:
+    """Which GPU each rep ran on: its index, or its index and UUID where one index names several GPUs
+    (on a cluster every job measures GPU 0 of its own allocation, so only the UUID tells them apart)."""
+    device = reps["device"].astype(str)
+    identity = reps["gpu_uuid"].astype(object).where(reps["gpu_uuid"].notna(), device).astype(str)
+    if (identity.groupby(device).nunique() <= 1).all():
+        return device
+    return device + " " + identity
+
+
 def all_reps(paths: list[str]) -> pd.DataFrame:
     return pd.concat([read_reps(p) for p in paths], ignore_index=True)
 
@@ -55,9 +65,10 @@ def _spread(values: pd.Series) -> dict[str, float]:
 def summarise(reps: pd.DataFrame) -> pd.DataFrame:
     """Per GPU medians and, across GPUs, the spread of each metric; long format with units."""
     rows: list[dict[str, Any]] = []
+    reps = reps.assign(gpu=gpu_labels(reps))
     for (profile, backend, n), group in reps.groupby(["profile", "backend", "n"], sort=True):
         keys = {"study": "variability", "profile": profile, "backend": backend, "n": int(n)}
-        per_gpu = group.groupby("device")
+        per_gpu = group.groupby("gpu")
         medians = per_gpu[[column for column, _, _ in METRICS]].median()
         median_rate = medians["tflops"].median()
         for device, gpu_reps in per_gpu:

@@ -1,0 +1,198 @@
+# The inference study: DeiT-T/S/B (timm) and BERT-B/L (transformers) per model, BERT sequence length,
+# batch size, precision and mode (eager, torch.compile, CUDA graph replay), all from the device profile's
+# `inference` section; latency with torch.utils.benchmark and energy per inference over a separate NVML
+# energy window (config `inference`). Then one tidy table per family (`inference` target) and one figure
+# each (`plot_deit`, `plot_bert`). A point that cannot run (out of memory, a compiler error) is filed as
+# failed with its reason by `gpurepro infer`, so the sweep goes on.
+
+import math
+
+INFERENCE = PROFILE["inference"]
+INFERENCE_RUN = config["inference"]
+INFERENCE_RAW = f"{RESULTS}/inference/raw"
+
+INFERENCE_UNSUPPORTED = sorted(
+    set(INFERENCE["precisions"]) - set(PROFILE["precisions"])
+)
+if INFERENCE_UNSUPPORTED:
+    raise WorkflowError(
+        f"bad device profile config/devices/{DEVICE}.yaml: key inference.precisions: {INFERENCE_UNSUPPORTED} "
+        f"not in the profile's precisions {PROFILE['precisions']}"
+    )
+if not IS_GPU and "cudagraph" in INFERENCE["modes"]:
+    raise WorkflowError(
+        f"bad device profile config/devices/{DEVICE}.yaml: key inference.modes: cudagraph needs a GPU"
+    )
+
+DEIT_POINTS = dict(
+    vit_model=INFERENCE["vit_models"],
+    batch=INFERENCE["batch_sizes"],
+    precision=INFERENCE["precisions"],
+    mode=INFERENCE["modes"],
+)
+BERT_POINTS = dict(
+    bert_model=INFERENCE["bert_models"],
+    seq=INFERENCE["bert_seq_lengths"],
+    batch=INFERENCE["batch_sizes"],
+    precision=INFERENCE["precisions"],
+    mode=INFERENCE["modes"],
+)
+
+
+# Say up front roughly how long a long sweep takes: start-up, idle baseline, timing and energy window
+# per point, and about a minute of compilation per compiled point; cool-down waits come on top.
+INFERENCE_POINTS = math.prod(map(len, DEIT_POINTS.values())) + math.prod(
+    map(len, BERT_POINTS.values())
+)
+INFERENCE_WINDOW_S = max(
+    config["telemetry"]["min_energy_window_s"], INFERENCE_RUN["energy_window_s"]
+)
+INFERENCE_MINUTES = (
+    INFERENCE_POINTS
+    * (
+        15
+        + config["telemetry"]["idle_seconds"]
+        + 1.5 * INFERENCE_RUN["min_run_time_s"]
+        + INFERENCE_WINDOW_S
+        + 60 * ("compile" in INFERENCE["modes"]) / len(INFERENCE["modes"])
+    )
+    / 60
+)
+if INFERENCE_MINUTES > 30:
+    print(
+        f"gpurepro: the inference sweep on {DEVICE} has {INFERENCE_POINTS} points; measuring all of them "
+        f"takes roughly {INFERENCE_MINUTES / 60:.1f} h plus cool-down waits (quick=true measures a few)",
+        file=sys.stderr,
+    )
+
+
+wildcard_constraints:
+    vit_model="deit-[tsb]",
+    bert_model="bert-[bl]",
+    batch=r"\d+",
+    seq=r"\d+",
+    precision="fp32|tf32|fp16|bf16",
+    mode="eager|compile|cudagraph",
+
+
+# Timing and energy-window options of every `gpurepro infer` job.
+INFERENCE_FLAGS = (
+    f"--gpu {MEASURE_GPU} --min-run-time {INFERENCE_RUN['min_run_time_s']} "
+    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_WINDOW_S)}"
+)
+
+
+rule infer_deit:
+    output:
+        **raw_outputs(
+            f"{INFERENCE_RAW}/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}"
+        ),
+    log:
+        f"{RESULTS}/logs/inference/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/inference/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}.tsv"
+    threads: measure_threads()
+    resources:
+        **measure_resources(),
+    params:
+        flags=INFERENCE_FLAGS,
+    shell:
+        "gpurepro infer vit -m {wildcards.vit_model} -b {wildcards.batch} --precision {wildcards.precision} "
+        "--mode {wildcards.mode} {params.flags} --out {output.table} --trace-out {output.trace} > {log} 2>&1"
+
+
+rule infer_bert:
+    output:
+        **raw_outputs(
+            f"{INFERENCE_RAW}/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}"
+        ),
+    log:
+        f"{RESULTS}/logs/inference/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/inference/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}.tsv"
+    threads: measure_threads()
+    resources:
+        **measure_resources(),
+    params:
+        flags=INFERENCE_FLAGS,
+    shell:
+        "gpurepro infer bert -m {wildcards.bert_model} -s {wildcards.seq} -b {wildcards.batch} "
+        "--precision {wildcards.precision} --mode {wildcards.mode} {params.flags} "
+        "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
+
+
+# The tables read each raw file's trace beside it (throttle reasons of the energy window), so traces
+# are inputs too.
+rule inference_deit:
+    input:
+        tables=expand(rules.infer_deit.output.table, **DEIT_POINTS),
+        traces=expand(rules.infer_deit.output.trace, **DEIT_POINTS),
+    output:
+        f"{RESULTS}/tables/inference_deit.csv",
+    log:
+        f"{RESULTS}/logs/inference/aggregate_deit.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/inference/aggregate_deit.tsv"
+    localrule: True
+    shell:
+        "gpurepro aggregate inference {input.tables} --out {output} > {log} 2>&1"
+
+
+rule inference_bert:
+    input:
+        tables=expand(rules.infer_bert.output.table, **BERT_POINTS),
+        traces=expand(rules.infer_bert.output.trace, **BERT_POINTS),
+    output:
+        f"{RESULTS}/tables/inference_bert.csv",
+    log:
+        f"{RESULTS}/logs/inference/aggregate_bert.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/inference/aggregate_bert.tsv"
+    localrule: True
+    shell:
+        "gpurepro aggregate inference {input.tables} --out {output} > {log} 2>&1"
+
+
+rule inference:
+    input:
+        rules.inference_deit.output,
+        rules.inference_bert.output,
+    localrule: True
+
+
+rule plot_deit:
+    input:
+        rules.inference_deit.output,
+    output:
+        report(
+            f"{RESULTS}/plots/deit.png",
+            caption="../report/deit.rst",
+            category="Inference",
+            subcategory=DEVICE,
+        ),
+    log:
+        f"{RESULTS}/logs/inference/plot_deit.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/inference/plot_deit.tsv"
+    localrule: True
+    shell:
+        "gpurepro plot deit {input} --out {output} > {log} 2>&1"
+
+
+rule plot_bert:
+    input:
+        rules.inference_bert.output,
+    output:
+        report(
+            f"{RESULTS}/plots/bert.png",
+            caption="../report/bert.rst",
+            category="Inference",
+            subcategory=DEVICE,
+        ),
+    log:
+        f"{RESULTS}/logs/inference/plot_bert.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/inference/plot_bert.tsv"
+    localrule: True
+    shell:
+        "gpurepro plot bert {input} --out {output} > {log} 2>&1"

@@ -1,0 +1,129 @@
+# The end of the pipeline, included after every study: the reproduction verdict (the claims of
+# config/expected/ against this run's tables), what each job cost (Snakemake benchmark files), each table
+# combined across the devices whose results are here, and the `report` target, everything that
+# `snakemake --report report.html` shows. These rules are cheap and run where Snakemake runs.
+
+from gpurepro.verdict.claims import claim_files, load_claims  # noqa: E402
+
+CLAIMS_DIR = "config/expected"
+# A bad claim file stops the run before any job, naming the file, the claim and the key.
+try:
+    load_claims([Path(workflow.basedir, CLAIMS_DIR)], SCHEMAS / "claims.schema.yaml")
+except GpureproError as err:
+    raise WorkflowError(str(err))
+CLAIM_FILES = [
+    str(Path(CLAIMS_DIR, p.name))
+    for p in claim_files([Path(workflow.basedir, CLAIMS_DIR)])
+]
+
+
+STUDY_TABLES = study_outputs("tables", ".csv")
+STUDY_PLOTS = study_outputs("plots", ".png")
+OTHER_DEVICE_TABLES = {Path(path).stem for path in other_device_tables()}
+COMBINED = f"{config['results_dir']}/combined"
+COMBINED_TABLES = sorted({*STUDY_TABLES, "runtimes", *OTHER_DEVICE_TABLES})
+
+
+rule verdict:
+    input:
+        claims=CLAIM_FILES,
+        tables=list(STUDY_TABLES.values()),
+        plots=list(STUDY_PLOTS.values()),
+    output:
+        md=report(
+            f"{RESULTS}/verdict.md",
+            caption="../report/verdict.rst",
+            category="Verdict",
+            subcategory=DEVICE,
+        ),
+        html=report(
+            f"{RESULTS}/verdict.html",
+            caption="../report/verdict.rst",
+            category="Verdict",
+            subcategory=DEVICE,
+        ),
+        csv=f"{RESULTS}/verdict.csv",
+    log:
+        f"{RESULTS}/logs/report/verdict.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report/verdict.tsv"
+    localrule: True
+    params:
+        profile=DEVICE,
+    shell:
+        "gpurepro verdict --profile {params.profile} --claims {input.claims} --tables {input.tables} "
+        "--plots {input.plots} --md {output.md} --csv {output.csv} --html {output.html} > {log} 2>&1"
+
+
+# Every study job has written its benchmark file once the study's tables and plots exist; the folder is
+# read whole, so it also holds jobs of earlier runs into this results folder (e.g. a quick run).
+rule runtimes:
+    input:
+        list(STUDY_TABLES.values()),
+        list(STUDY_PLOTS.values()),
+    output:
+        f"{RESULTS}/tables/runtimes.csv",
+    log:
+        f"{RESULTS}/logs/report/runtimes.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report/runtimes.tsv"
+    localrule: True
+    params:
+        benchmarks=f"{RESULTS}/benchmarks",
+    shell:
+        "gpurepro aggregate runtimes {params.benchmarks} --out {output} > {log} 2>&1"
+
+
+rule plot_runtimes:
+    input:
+        rules.runtimes.output,
+    output:
+        report(
+            f"{RESULTS}/plots/runtimes.png",
+            caption="../report/runtimes.rst",
+            category="Runtime",
+            subcategory=DEVICE,
+        ),
+    log:
+        f"{RESULTS}/logs/report/plot_runtimes.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/report/plot_runtimes.tsv"
+    localrule: True
+    shell:
+        "gpurepro plot runtimes {input} --out {output} > {log} 2>&1"
+
+
+rule combined_table:
+    input:
+        device_tables,
+    output:
+        report(
+            f"{COMBINED}/tables/{{table}}.csv",
+            caption="../report/combined.rst",
+            category="Combined tables",
+        ),
+    log:
+        f"{COMBINED}/logs/{{table}}.log",
+    benchmark:
+        f"{COMBINED}/benchmarks/{{table}}.tsv"
+    wildcard_constraints:
+        table="[a-z0-9_]+",
+    localrule: True
+    shell:
+        "gpurepro aggregate combined {input} --out {output} > {log} 2>&1"
+
+
+rule combined:
+    input:
+        expand(rules.combined_table.output, table=COMBINED_TABLES),
+
+
+# What `snakemake --report report.html` shows: every study's plots, the verdict, the runtimes and, when
+# other devices' results are here, the combined tables. One command runs what is missing, then writes
+# the report: snakemake report --cores 4 --report report.html --report-after-run
+rule report:
+    input:
+        rules.verdict.output,
+        rules.plot_runtimes.output,
+        list(STUDY_PLOTS.values()),
+        rules.combined.input if OTHER_DEVICE_TABLES else [],
