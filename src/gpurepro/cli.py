@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__
+from . import __version__, nvml
 from .commands import aggregate, data, detect, infer, plot, sgemm, telemetry, verdict
 from .errors import GpureproError
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    nvml.number_cuda_like_nvml()
     try:
         return int(args.func(args) or 0)
     except GpureproError as err:

@@ -8,6 +8,7 @@ record what is missing rather than crash.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
@@ -22,6 +23,13 @@ except ImportError:  # pragma: no cover - exercised only on broken installs
 
 class NvmlUnavailable(RuntimeError):
     """NVML cannot be used on this machine (no driver, no GPU, library missing)."""
+
+
+def number_cuda_like_nvml() -> None:
+    """Make CUDA (torch, the kernels, any child process) number GPUs by PCI bus as NVML does, so GPU index N
+    is one card for the workload and for its telemetry. CUDA's default order is fastest first. Call before
+    CUDA starts; a CUDA_DEVICE_ORDER the user set is kept."""
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 
 @contextlib.contextmanager

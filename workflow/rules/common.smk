@@ -1,6 +1,7 @@
 # Helpers every study's rules use: config and profile validation, device resolution, result paths,
 # resources that keep two measurements off one GPU, and the telemetry flags every measuring job takes.
 
+import functools
 import os
 import shutil
 import sys
@@ -31,8 +32,10 @@ config.update({key: coerce_cli_scalars(value) for key, value in config.items()})
 validated(config, "config.schema.yaml", "bad config")
 
 
+@functools.cache
 def detected_gpus():
-    """GPUs NVML sees here, limited to config `gpus`; empty without NVML (planning on another machine)."""
+    """GPUs NVML sees here, limited to config `gpus`; empty without NVML (planning on another machine).
+    Cached: device=auto and the GPU list both ask, and NVML is queried once per start."""
     try:
         gpus = nvml.all_gpu_info()
     except nvml.NvmlUnavailable:

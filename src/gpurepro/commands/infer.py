@@ -5,7 +5,6 @@ as the original `vit_infer.py -m deit-b` and `bert_infer.py -m bert-b -s 128`, u
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -95,8 +94,6 @@ def pick_precision(requested: str | None, target: Target) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    # CUDA numbers GPUs by PCI bus, as NVML does, so --gpu N is the same GPU for both.
-    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     if args.family == "bert" and args.seq_len > BERT_MAX_SEQ_LEN:
         raise GpureproError(f"--seq-len {args.seq_len} is longer than BERT's {BERT_MAX_SEQ_LEN} positions")
     if args.min_run_time <= 0:

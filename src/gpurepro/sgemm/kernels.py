@@ -6,7 +6,6 @@ sampler's telemetry lines up with its reps; it verifies every product before it 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -15,15 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import nvml
 from ..errors import GpureproError
 from ..harness import Workload
 
 KERNEL_BACKENDS = ("cublas", "tiled")
-
-
-def cuda_env() -> dict[str, str]:
-    """Environment in which CUDA numbers GPUs as NVML does (by PCI bus id), so 'GPU 1' means one card."""
-    return {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,8 @@ class KernelSgemm:
         with tempfile.TemporaryDirectory(prefix="gpurepro-sgemm-") as tmp:
             out = Path(tmp) / "reps.csv"
             command = replace(self, reps=reps).command(out, Path(tmp))
-            result = subprocess.run(command, capture_output=True, text=True, env=cuda_env())
+            nvml.number_cuda_like_nvml()  # the binary inherits it
+            result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise GpureproError(
                     f"{self.binary.name} {self.impl} N={self.n} on GPU {self.gpu} failed "
