@@ -35,7 +35,8 @@ validated(config, "config.schema.yaml", "bad config")
 @functools.cache
 def detected_gpus():
     """GPUs NVML sees here, limited to config `gpus`; empty without NVML (planning on another machine).
-    Cached: device=auto and the GPU list both ask, and NVML is queried once per start."""
+    Cached: device=auto and the GPU list both ask, and NVML is queried once per start.
+    """
     try:
         gpus = nvml.all_gpu_info()
     except nvml.NvmlUnavailable:
