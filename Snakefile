@@ -15,11 +15,17 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+# Right after the helpers: the container engine, the image rule and its helpers, and the global
+# container directive, which applies to the rules defined after it.
+include: "workflow/rules/containers.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/kernels.smk"
 include: "workflow/rules/sgemm.smk"
 include: "workflow/rules/variability.smk"
 include: "workflow/rules/inference.smk"
+include: "workflow/rules/hfta.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/profiling.smk"
 # Last: the verdict, runtimes and combined tables collect the tables and plots of the studies above.
 include: "workflow/rules/report.smk"
 
@@ -34,4 +40,8 @@ rule all:
         rules.inference.input,
         rules.plot_deit.output,
         rules.plot_bert.output,
+        rules.hfta.output,
+        rules.plot_hfta.output,
+        rules.ddp.output,
+        rules.plot_ddp.output,
         rules.report.input,

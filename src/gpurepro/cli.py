@@ -6,10 +6,36 @@ import argparse
 import sys
 
 from . import __version__, nvml
-from .commands import aggregate, data, detect, infer, plot, sgemm, telemetry, verdict
+from .commands import (
+    aggregate,
+    container,
+    data,
+    detect,
+    hfta,
+    infer,
+    plot,
+    profile,
+    sgemm,
+    telemetry,
+    train,
+    verdict,
+)
 from .errors import GpureproError
 
-SUBCOMMANDS = [detect, sgemm, infer, telemetry, aggregate, plot, data, verdict]
+SUBCOMMANDS = [
+    detect,
+    sgemm,
+    infer,
+    hfta,
+    train,
+    telemetry,
+    aggregate,
+    plot,
+    data,
+    verdict,
+    profile,
+    container,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

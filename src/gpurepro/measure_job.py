@@ -16,6 +16,7 @@ from . import harness, nvml, provenance
 from .commands.options import telemetry_settings
 from .errors import GpureproError
 from .profiles import check_gpu_matches, load_profile, pick_profile
+from .profiling.dcgm import dcgm_out_path, monitor_if_requested
 from .results import ensure_absent, write_raw
 from .telemetry import SAMPLE_COLUMNS, open_source
 from .telemetry.align import attach
@@ -107,13 +108,15 @@ def run_job(
     prepare: Callable[[], harness.Workload],
 ) -> pd.DataFrame:
     """Measure with the shared harness, write raw reps and trace with sidecars, return the reps table."""
-    outputs = [p for p in (args.out, args.trace_out) if p]
+    dcgm_path = dcgm_out_path(getattr(args, "dcgm_out", None), args.trace_out, args.out)
+    outputs = [p for p in (args.out, args.trace_out, dcgm_path) if p]
     ensure_absent(*outputs)
     started = _begin(args, target, describe)
     gpus = [] if target.gpu_index is None else [target.gpu_index]
     source = open_source(gpus or None)
     try:
-        result = harness.measure(source, telemetry_settings(args), prepare)
+        with monitor_if_requested(gpus, dcgm_path) as dcgm:  # DCGM metrics beside the telemetry, if any
+            result = harness.measure(source, telemetry_settings(args), prepare)
     finally:
         source.close()
     reps = attach(result.reps, result.trace.frame)
@@ -121,7 +124,7 @@ def run_job(
         reps.insert(0, key, value)
     reps.insert(0, "device", source.devices()[0])
     reps.insert(0, "profile", target.profile["name"])
-    record = provenance.finish(started, {"measurement": result.summary()})
+    record = provenance.finish(started, {"measurement": result.summary(), "dcgm": dcgm})
     if args.out:
         write_raw(reps, args.out, record)
     else:
@@ -132,26 +135,29 @@ def run_job(
     return reps
 
 
-def record_failure(args: argparse.Namespace, target: Target, describe: dict[str, Any], reason: str) -> int:
-    """A point that cannot be measured here (out of memory, a compiler error): one row with status
-    `failed` and the reason, and an empty trace, each with a provenance sidecar, so a sweep files the
-    point as failed and goes on. Returns the exit status: 0 once recorded in --out, 1 without --out."""
-    print(f"point failed: {reason}", file=sys.stderr)
+def record_failure(
+    args: argparse.Namespace, target: Target, describe: dict[str, Any], reason: str, status: str = "failed"
+) -> int:
+    """A point that cannot be measured here (out of memory, a compiler error, a tool that is absent): one
+    row with its status (`failed` unless a study tells them apart: `oom`, `skipped`) and the reason, and an
+    empty trace, each with a provenance sidecar, so a sweep files the point and goes on. Returns the exit
+    status: 0 once recorded in --out, 1 without --out."""
+    print(f"point {status}: {reason}", file=sys.stderr)
     if not args.out:
         return 1
-    record = provenance.finish(_begin(args, target, describe), {"failed": reason})
+    record = provenance.finish(_begin(args, target, describe), {status: reason})
     device = "cpu" if target.gpu_index is None else str(target.gpu_index)
     row = {
         "profile": target.profile["name"],
         "device": device,
         **describe,
-        "status": "failed",
+        "status": status,
         "reason": reason,
     }
     write_raw(pd.DataFrame([row]), args.out, record)
     if args.trace_out:
         write_raw(pd.DataFrame(columns=[*SAMPLE_COLUMNS, "phase"]), args.trace_out, record)
-    print(f"recorded as failed in {args.out}", file=sys.stderr)
+    print(f"recorded as {status} in {args.out}", file=sys.stderr)
     return 0
 
 

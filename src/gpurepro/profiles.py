@@ -20,7 +20,7 @@ from .schema import first_error
 
 CPU_PROFILE = "cpu"
 # Sections of a profile that may carry a `quick` mapping of shorter settings.
-STUDY_SECTIONS = ("sgemm", "variability", "inference", "hfta")
+STUDY_SECTIONS = ("sgemm", "variability", "inference", "hfta", "train")
 
 
 def project_root() -> Path:

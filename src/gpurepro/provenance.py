@@ -43,10 +43,16 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
 
 
 def container_state() -> dict[str, Any]:
-    """The container engine and image this job ran in; 'none' means directly on the host."""
+    """The container engine and image this job ran in; 'none' means directly on the host.
+
+    `gpurepro container exec` and the workflow set GPUREPRO_CONTAINER_ENGINE and GPUREPRO_IMAGE_ID; a job
+    started in Apptainer some other way is still recognised by the variable Apptainer sets inside.
+    """
+    apptainer_image = os.environ.get("APPTAINER_CONTAINER") or os.environ.get("SINGULARITY_CONTAINER")
+    default_engine = "apptainer" if apptainer_image else "none"
     return {
-        "engine": os.environ.get("GPUREPRO_CONTAINER_ENGINE", "none"),
-        "image_id": os.environ.get("GPUREPRO_IMAGE_ID"),
+        "engine": os.environ.get("GPUREPRO_CONTAINER_ENGINE", default_engine),
+        "image_id": os.environ.get("GPUREPRO_IMAGE_ID", apptainer_image),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -44,3 +45,23 @@ def long_frame(keys: dict[str, Any], rows: Iterable[dict[str, Any]]) -> pd.DataF
 def pick(table: pd.DataFrame, metric: str, statistic: str = "median") -> pd.DataFrame:
     """The rows of one metric and statistic, for plotting."""
     return table[(table["metric"] == metric) & (table["statistic"] == statistic)]
+
+
+def point_keys(
+    study: str, rows: pd.DataFrame, sidecar: dict[str, Any], path: Path | str, columns: Iterable[str]
+) -> dict[str, Any]:
+    """The key columns of one raw point's tidy rows: study, profile, device, the GPU (from the provenance
+    sidecar), the point's own `columns` from its first raw row, status and reason, and the source file."""
+    first = rows.iloc[0]
+    gpu = (sidecar.get("gpus") or [{}])[0]
+    keys: dict[str, Any] = {"study": study, "profile": first["profile"], "device": str(first["device"])}
+    keys["gpu_name"] = gpu.get("name", "cpu")
+    keys["gpu_uuid"] = gpu.get("uuid")
+    for column in columns:
+        value = first.get(column, math.nan)
+        keys[column] = None if pd.isna(value) else value
+    keys["status"] = first.get("status", "ok")
+    reason = first.get("reason", "")
+    keys["reason"] = "" if pd.isna(reason) else str(reason)
+    keys["source_file"] = Path(path).name
+    return keys

@@ -99,11 +99,6 @@ os.environ.update(
 )
 
 
-# Every rule runs in the project's container image when one is configured and Snakemake runs with
-# --sdm apptainer (profiles/slurm); with none, rules use the software installed where they run.
-container: config["container_image"] or None
-
-
 onstart:
     # Checked once the executor is known (a dry-run plans without one): cluster.enabled measures GPU 0 of
     # each job's own allocation, which is only right where the scheduler gives each job its own GPU.

@@ -77,12 +77,14 @@ wildcard_constraints:
 
 # Timing and energy-window options of every `gpurepro infer` job.
 INFERENCE_FLAGS = (
-    f"--gpu {MEASURE_GPU} --min-run-time {INFERENCE_RUN['min_run_time_s']} "
+    f"--gpu {JOB_GPU} --min-run-time {INFERENCE_RUN['min_run_time_s']} "
     f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_WINDOW_S)}"
 )
 
 
 rule infer_deit:
+    input:
+        **container_input(),
     output:
         **raw_outputs(
             f"{INFERENCE_RAW}/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}"
@@ -97,11 +99,14 @@ rule infer_deit:
     params:
         flags=INFERENCE_FLAGS,
     shell:
-        "gpurepro infer vit -m {wildcards.vit_model} -b {wildcards.batch} --precision {wildcards.precision} "
+        container_exec(MEASURE_GPU)
+        + "gpurepro infer vit -m {wildcards.vit_model} -b {wildcards.batch} --precision {wildcards.precision} "
         "--mode {wildcards.mode} {params.flags} --out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 
 rule infer_bert:
+    input:
+        **container_input(),
     output:
         **raw_outputs(
             f"{INFERENCE_RAW}/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}"
@@ -116,7 +121,8 @@ rule infer_bert:
     params:
         flags=INFERENCE_FLAGS,
     shell:
-        "gpurepro infer bert -m {wildcards.bert_model} -s {wildcards.seq} -b {wildcards.batch} "
+        container_exec(MEASURE_GPU)
+        + "gpurepro infer bert -m {wildcards.bert_model} -s {wildcards.seq} -b {wildcards.batch} "
         "--precision {wildcards.precision} --mode {wildcards.mode} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 

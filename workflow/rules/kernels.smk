@@ -9,6 +9,7 @@ rule build_kernels:
         sorted(
             str(p) for p in Path(workflow.basedir, "kernels").iterdir() if p.is_file()
         ),
+        **container_input(),
     output:
         sgemm=f"{KERNEL_BUILD}/sgemm",
         gen_data=f"{KERNEL_BUILD}/gen_data",
@@ -19,5 +20,7 @@ rule build_kernels:
     params:
         arch=PROFILE["cuda_arch"],
         build_dir=lambda wildcards, output: Path(output.sgemm).parent,
+    # nvcc is in the project's image: under docker the build runs there, with no GPU.
     shell:
-        "make -f kernels/Makefile ARCH={params.arch} BUILD_DIR={params.build_dir} > {log} 2>&1"
+        container_exec([])
+        + "make -f kernels/Makefile ARCH={params.arch} BUILD_DIR={params.build_dir} > {log} 2>&1"

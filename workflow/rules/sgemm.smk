@@ -8,6 +8,7 @@ SGEMM_BACKENDS = ["torch", *KERNEL_BACKENDS]
 
 rule sgemm_run:
     input:
+        **container_input(),
         binary=kernel_binary,
     output:
         **raw_outputs(f"{RESULTS}/sgemm/raw/{{backend}}_n{{n}}"),
@@ -21,11 +22,12 @@ rule sgemm_run:
     params:
         reps=SGEMM["reps"],
         warmup=SGEMM["warmup"],
-        gpu=MEASURE_GPU,
+        gpu=JOB_GPU,
         binary=binary_flag,
         flags=measurement_flags(),
     shell:
-        "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "
+        container_exec(MEASURE_GPU)
+        + "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "
         "{params.binary} --warmup {params.warmup} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 

@@ -6,13 +6,37 @@
 VARIABILITY = PROFILE["variability"]
 # cuBLAS as the original study, and our kernel; torch where the kernels cannot be built (cpu, no nvcc).
 VARIABILITY_BACKENDS = KERNEL_BACKENDS or ["torch"]
-VARIABILITY_RAW = f"{RESULTS}/variability/raw/{{backend}}_gpu{{gpu}}_run{{run}}"
+VARIABILITY_NOISE = config["variability"]["noise"]
+if VARIABILITY_NOISE != "none" and CLUSTER:
+    raise WorkflowError(
+        "variability.noise needs every GPU of a node in one job, and cluster.enabled gives each job one "
+        "GPU: run the noise study without the cluster profile, or set variability.noise=none"
+    )
+if VARIABILITY_NOISE != "none" and IS_GPU and len(GPUS) < 2:
+    raise WorkflowError(
+        f"variability.noise={VARIABILITY_NOISE} runs on the GPUs not being measured, and {GPUS} is one "
+        "GPU: select two or more (config gpus), or set variability.noise=none"
+    )
+# Without noise, each job holds its own GPU and the GPUs are measured side by side. With noise, the job
+# measuring GPU g also runs the noise on every other GPU, so it holds all of them: the GPUs are then
+# measured one at a time. Noise runs are filed apart (file name), never mixed with quiet ones.
+VARIABILITY_RESOURCES = (
+    {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)}
+    if VARIABILITY_NOISE != "none" and IS_GPU
+    else per_gpu_resources()
+)
+VARIABILITY_RAW = f"{RESULTS}/variability/raw/{{backend}}_gpu{{gpu}}_run{{run}}" + (
+    "" if VARIABILITY_NOISE == "none" else f"_noise-{VARIABILITY_NOISE}"
+)
 
 
 rule variability_run:
     input:
+        **container_input(),
         binary=kernel_binary,
         previous=previous_run(f"{VARIABILITY_RAW}.csv"),
+        # the noise workload's images (none for synthetic data)
+        data=DATASET_INPUT if VARIABILITY_NOISE != "none" else [],
     output:
         **raw_outputs(VARIABILITY_RAW),
     log:
@@ -21,19 +45,29 @@ rule variability_run:
         f"{RESULTS}/benchmarks/variability/{{backend}}_gpu{{gpu}}_run{{run}}.tsv"
     threads: measure_threads()
     resources:
-        **per_gpu_resources(),
+        **VARIABILITY_RESOURCES,
     params:
         n=VARIABILITY["n"],
         reps=VARIABILITY["reps"],
         warmup=SGEMM["warmup"],
         binary=binary_flag,
         flags=measurement_flags(),
-    # GPU_ARGUMENT: the job's own GPU, or on a cluster GPU 0 of the job's own allocation.
+        # the noise options (none unless config variability.noise asks): training as in train.smk
+        noise=lambda wildcards: noise_flags(
+            VARIABILITY_NOISE, wildcards.gpu, GPUS, IS_GPU, TRAIN_FLAGS, LOADER_WORKERS
+        ),
+    # GPU_ARGUMENT: the job's own GPU, or on a cluster GPU 0 of the job's own allocation. Under docker a
+    # job gets its own GPU (GPU 0 inside), or with noise every GPU, numbered as on the host.
     shell:
-        "gpurepro sgemm {params.n} {params.reps} "
-        + GPU_ARGUMENT
+        (
+            container_exec_all_gpus()
+            if VARIABILITY_NOISE != "none"
+            else container_exec("{wildcards.gpu}")
+        )
+        + "gpurepro sgemm {params.n} {params.reps} "
+        + (GPU_ARGUMENT if VARIABILITY_NOISE != "none" else JOB_GPU_ARGUMENT)
         + " --backend {wildcards.backend} "
-        "{params.binary} --warmup {params.warmup} --run {wildcards.run} {params.flags} "
+        "{params.binary} --warmup {params.warmup} --run {wildcards.run} {params.flags} {params.noise} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 

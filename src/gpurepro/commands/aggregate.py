@@ -11,8 +11,10 @@ import pandas as pd
 
 from .. import combine, runtimes
 from ..errors import GpureproError
+from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
 from ..sgemm import summary as sgemm_summary
+from ..training import summary as ddp_summary
 from ..variability import summary as variability_summary
 
 
@@ -27,6 +29,15 @@ def _inference(paths: list[str]) -> dict[str, pd.DataFrame]:
 def _variability(paths: list[str]) -> dict[str, pd.DataFrame]:
     reps = variability_summary.all_reps(paths)
     return {"out": reps, "summary": variability_summary.summarise(reps)}
+
+
+def _hfta(paths: list[str]) -> dict[str, pd.DataFrame]:
+    table = hfta_summary.summarise(paths)
+    return {"out": table, "summary": hfta_summary.speedups(table)}
+
+
+def _ddp(paths: list[str]) -> dict[str, pd.DataFrame]:
+    return {"out": ddp_summary.summarise(paths)}
 
 
 def _runtimes(paths: list[str]) -> dict[str, pd.DataFrame]:
@@ -44,6 +55,8 @@ AGGREGATORS: dict[str, Callable[[list[str]], dict[str, pd.DataFrame]]] = {
     "sgemm": _sgemm,
     "variability": _variability,
     "inference": _inference,
+    "hfta": _hfta,
+    "ddp": _ddp,
     "runtimes": _runtimes,
     "combined": _combined,
 }
@@ -58,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "combined: <results>/<profile>/tables/<name>.csv of each profile",
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="CSV: the study's table (variability: every rep)")
-    parser.add_argument("--summary", help="CSV: the spread summary (variability)")
+    parser.add_argument("--summary", help="CSV: the spread summary (variability), the speedups (hfta)")
     parser.set_defaults(func=run)
 
 

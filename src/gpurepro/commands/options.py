@@ -51,6 +51,12 @@ def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--out", help="raw per-rep CSV (with a provenance sidecar); default: print to stdout")
     group.add_argument("--trace-out", help="telemetry trace CSV (with a provenance sidecar)")
+    group.add_argument(
+        "--dcgm-out",
+        default=os.environ.get("GPUREPRO_DCGM_OUT"),
+        help="DCGM profiling metrics CSV, where DCGM exists (else the provenance says why not); 'auto': "
+        "<stem>.dcgm.csv beside --trace-out; default: $GPUREPRO_DCGM_OUT, else not sampled",
+    )
     add_config_hash_option(group)
     group.add_argument("--seed", type=int, default=0)
     defaults = TelemetrySettings()

@@ -7,8 +7,10 @@ import argparse
 import pandas as pd
 
 from .. import runtimes
+from ..hfta_study import plot as hfta_plot
 from ..inference import plot as inference_plot
 from ..sgemm import plot as sgemm_plot
+from ..training import plot as ddp_plot
 from ..variability import plot as variability_plot
 
 PLOTTERS = {
@@ -16,6 +18,8 @@ PLOTTERS = {
     "variability": lambda reps, _traces, out: variability_plot.plot(reps, out),
     "deit": lambda table, _traces, out: inference_plot.plot(table, "deit", out),
     "bert": lambda table, _traces, out: inference_plot.plot(table, "bert", out),
+    "hfta": lambda table, _traces, out: hfta_plot.plot(table, out),
+    "ddp": lambda table, _traces, out: ddp_plot.plot(table, out),
     "runtimes": lambda table, _traces, out: runtimes.plot(table, out),
 }
 

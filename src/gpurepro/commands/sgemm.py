@@ -14,6 +14,7 @@ from ..harness import Workload
 from ..measure_job import resolve_target, run_job
 from ..sgemm import torch_mm
 from ..sgemm.kernels import KERNEL_BACKENDS, KernelSgemm
+from ..training.noise import add_noise_options, noise_during
 from .options import add_measurement_options, gpu_or_cpu, positive_int
 
 # FP32 accumulation over N terms of uniform(-0.5, 0.5) data: errors grow about sqrt(N) * 6e-8, so 1e-5
@@ -46,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="operands for cublas/tiled: seeded random (default), or the original study's sin/cos data",
     )  # fmt: skip
     add_measurement_options(parser)
+    add_noise_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -86,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
             args.binary, args.backend, args.n, args.reps, args.warmup, target.gpu_index, args.seed, args.mode
         )
         prepare = kernel.workload
-    run_job(
-        args, target, {"backend": args.backend, "n": args.n, "data_mode": args.mode, "run": args.run}, prepare
-    )
+    describe = {"backend": args.backend, "n": args.n, "data_mode": args.mode, "run": args.run}
+    # Noise (if asked for) runs on the other GPUs from before the cool-down to after the energy window,
+    # and is stopped however the measurement ends; its GPUs go into the table and the provenance.
+    with noise_during(args, args.gpu) as noise:
+        run_job(args, target, {**describe, **noise.describe}, noise.watch(prepare))
     return 0

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..nvml import THROTTLE_MASK, describe_reasons
 from ..results import read_sidecar
-from ..tables import describe, long_frame, single
+from ..tables import describe, long_frame, point_keys, single
 
 POINT_KEYS = ["family", "model", "seq_len", "batch_size", "precision", "mode", "run"]
 MODEL_ORDER = ["deit-t", "deit-s", "deit-b", "bert-b", "bert-l"]
@@ -54,19 +54,7 @@ def _reasons_of_reps(reps: pd.DataFrame) -> list[str]:
 
 
 def _keys(reps: pd.DataFrame, sidecar: dict[str, Any], path: Path | str) -> dict[str, Any]:
-    first = reps.iloc[0]
-    gpu = (sidecar.get("gpus") or [{}])[0]
-    keys: dict[str, Any] = {"study": "inference", "profile": first["profile"], "device": str(first["device"])}
-    keys["gpu_name"] = gpu.get("name", "cpu")
-    keys["gpu_uuid"] = gpu.get("uuid")
-    for column in POINT_KEYS:
-        value = first.get(column, math.nan)
-        keys[column] = None if pd.isna(value) else value
-    keys["status"] = first.get("status", "ok")
-    reason = first.get("reason", "")
-    keys["reason"] = "" if pd.isna(reason) else str(reason)
-    keys["source_file"] = Path(path).name
-    return keys
+    return point_keys("inference", reps, sidecar, path, POINT_KEYS)
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:

@@ -1,0 +1,160 @@
+"""`gpurepro hfta`: training throughput of B models at one sweep point, trained one after another
+(serial), as B processes on one GPU (concurrent), as B processes under a private MPS daemon (mps), or
+horizontally fused into one array (hfta), under the shared harness (cool-down, idle baseline, telemetry).
+A point that runs out of memory or fails is recorded with its reason; mps without the MPS control binary
+is recorded as skipped."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import torch
+
+from ..errors import GpureproError
+from ..hfta_study import DATA_SOURCES, MODES, OPTIMIZERS, PRECISIONS, WORKLOADS
+from ..hfta_study.launcher import PointOutcome
+from ..hfta_study.mps import MpsUnavailable, control_binary
+from ..hfta_study.point import Point, workload
+from ..hfta_study.training import TrainSettings
+from ..measure_job import record_failure, resolve_target, run_job
+from .infer import default_gpu
+from .options import add_measurement_options, gpu_or_cpu, positive_int
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return number
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "hfta",
+        help="training throughput of B models: serial, concurrent, MPS or horizontally fused (one point)",
+        description="Train B copies of a workload at one sweep point and record samples/s (warm-up "
+        "excluded) per model, process or fused array, with telemetry and DCGM metrics where present.",
+    )
+    parser.add_argument("--workload", required=True, choices=WORKLOADS)
+    parser.add_argument(
+        "--mode", required=True, choices=MODES,
+        help="serial: one model after another; concurrent: B processes on one device; mps: B processes "
+        "under the MPS daemon (GPU only); hfta: one process training the fused array",
+    )  # fmt: skip
+    parser.add_argument(
+        "-B", "--models", required=True, type=positive_int, help="number of models trained (HFTA's B)"
+    )
+    parser.add_argument(
+        "--precision", choices=PRECISIONS, default="fp32",
+        help="fp32 (TF32 off), or AMP: fp16 autocast with a gradient scaler, bf16 autocast (default fp32)",
+    )  # fmt: skip
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="samples per model per step")
+    parser.add_argument("--steps", type=positive_int, default=50, help="timed steps per model (default 50)")
+    parser.add_argument(
+        "--warmup", type=_non_negative_int, default=10, help="untimed steps first (default 10)"
+    )
+    parser.add_argument(
+        "--image-size", type=positive_int, default=64, help="resnet18 image side (default 64)"
+    )
+    parser.add_argument("--seq-len", type=positive_int, default=128, help="transformer tokens (default 128)")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd", help="sgd (momentum 0.9) or adamw")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument(
+        "--data-source", choices=DATA_SOURCES, default="synthetic",
+        help="synthetic batches from the workload, or real Tiny-ImageNet batches (resnet18 at 64x64)",
+    )  # fmt: skip
+    parser.add_argument("--data-root", help="the Tiny-ImageNet folder (with its manifest.json)")
+    parser.add_argument(
+        "--data-batches", type=positive_int, default=4,
+        help="batches per model put on the device once and cycled through (default 4)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--gpu", type=gpu_or_cpu, help="GPU index, or 'cpu' (default: GPU 0 where NVML finds one, else cpu)"
+    )
+    parser.add_argument("--run", type=positive_int, default=1, help="repeat number")
+    parser.add_argument(
+        "--worker-timeout-s", type=float, default=3600.0,
+        help="concurrent/mps: give up on processes that have not finished after this long",
+    )  # fmt: skip
+    add_measurement_options(parser)
+    parser.set_defaults(func=run)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise GpureproError(f"--lr must be a positive number, got {args.lr}")
+    if args.worker_timeout_s <= 0:
+        raise GpureproError(f"--worker-timeout-s must be positive, got {args.worker_timeout_s}")
+    if args.data_source == "tiny-imagenet":
+        if args.workload != "resnet18":
+            raise GpureproError(
+                f"--data-source tiny-imagenet feeds resnet18 only; {args.workload} trains on synthetic data"
+            )
+        if args.data_root is None:
+            raise GpureproError("--data-source tiny-imagenet needs --data-root (the dataset folder)")
+        if args.image_size != 64:
+            raise GpureproError(f"Tiny-ImageNet images are 64x64; got --image-size {args.image_size}")
+    elif args.data_root is not None:
+        raise GpureproError("--data-root is for --data-source tiny-imagenet")
+
+
+def _data(args: argparse.Namespace) -> str:
+    """How the point was fed, in words, for the table."""
+    kind = "real Tiny-ImageNet" if args.data_source == "tiny-imagenet" else "synthetic"
+    return f"{args.data_source}: {args.data_batches} {kind} batches per model on the device, cycled"
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    gpu = default_gpu() if args.gpu is None else args.gpu
+    target = resolve_target(gpu, args.profile, args.device_check)
+    if args.precision not in target.profile["precisions"]:
+        raise GpureproError(
+            f"precision {args.precision} is not supported by profile '{target.profile['name']}' "
+            f"(it supports: {', '.join(target.profile['precisions'])})"
+        )
+    if target.gpu_index is not None and not torch.cuda.is_available():
+        raise GpureproError(
+            f"NVML sees GPU {target.gpu_index}, but this torch has no CUDA ({torch.__version__})"
+        )
+    settings = TrainSettings(
+        workload=args.workload, batch_size=args.batch_size, precision=args.precision, steps=args.steps,
+        warmup=args.warmup, optimizer=args.optimizer, lr=args.lr, seed=args.seed,
+        device=target.torch_device, image_size=args.image_size, seq_len=args.seq_len,
+        data_source=args.data_source, data_root=args.data_root, data_batches=args.data_batches,
+    )  # fmt: skip
+    describe = {
+        "workload": args.workload,
+        "mode": args.mode,
+        "precision": args.precision,
+        "b": args.models,
+        "batch_size": args.batch_size,
+        "run": args.run,
+        "image_size": args.image_size if args.workload == "resnet18" else None,
+        "seq_len": args.seq_len if args.workload == "transformer" else None,
+        "optimizer": args.optimizer,
+        "lr": args.lr,
+        "timed_steps": args.steps,
+        "warmup_steps_per_model": args.warmup,
+        "data": _data(args),
+    }
+    label = f"{args.workload} {args.mode} {args.precision} B={args.models} run {args.run}"
+    binary = None
+    if args.mode == "mps":
+        try:
+            binary = control_binary()
+        except MpsUnavailable as why:  # no MPS on this machine: the point says so, with no numbers
+            return record_failure(args, target, describe, str(why), status="skipped")
+        if target.gpu_index is None:
+            raise GpureproError(
+                "--mode mps runs B processes under the MPS daemon and needs a GPU, not the cpu"
+            )
+    point = Point(args.mode, args.models, settings, target.gpu_index, args.worker_timeout_s, binary)
+    try:
+        run_job(args, target, describe, lambda: workload(point))
+    except PointOutcome as outcome:
+        return record_failure(args, target, describe, outcome.reason, status=outcome.status)
+    print(f"done: {label}", file=sys.stderr)
+    return 0

@@ -1,0 +1,191 @@
+"""B models of one architecture fused into one array that trains them at once (HFTA, MLSys'21).
+
+How: torch.func. Each parameter and buffer of the B models is stacked into one tensor with a leading
+model dimension ([B, ...]); the forward runs the architecture once under `vmap` over that dimension
+with `functional_call`, so vmap's batching rules do HFTA's fusion: a convolution becomes one grouped
+convolution (groups = B x groups), a linear layer one batched matmul, an embedding one lookup in the
+stacked table, batch norm one normalisation over B x C channels.
+
+Per-model state stays per model: batch norm's running_mean / running_var / num_batches_tracked are
+stacked buffers that the batch-norm batching rule updates in place, each model's slice from its own
+batch (tests/test_hfta_fusion.py checks them against separately trained models). Dropout draws
+different masks per model (`randomness="different"`), as B separate jobs would.
+
+On the CPU, scaled-dot-product attention is limited to its math backend inside the fused forward: the
+CPU flash-attention kernel has no batching rule, and vmap would fall back to a Python loop over the
+models. On CUDA the flash, memory-efficient and cuDNN kernels have batching rules and stay available.
+Under autocast, amp.AutocastRepair restores the casts vmap's batching rules skip (see amp.py).
+
+Channels-last is not applied: the grouped convolution is laid out by vmap's batching rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+from collections.abc import Iterator, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from .amp import autocast_repair
+from .errors import FusionError
+
+
+def _state(model: nn.Module) -> dict[str, Tensor]:
+    """Parameters and buffers by name, shared (tied) tensors under each of their names."""
+    named = dict(model.named_parameters(remove_duplicate=False))
+    named.update(model.named_buffers(remove_duplicate=False))
+    return named
+
+
+def _unique_names(model: nn.Module) -> list[str]:
+    """One name per distinct tensor (the first, as named_parameters gives it)."""
+    seen: set[int] = set()
+    names = []
+    for name, t in _state(model).items():
+        if id(t) not in seen:
+            seen.add(id(t))
+            names.append(name)
+    return names
+
+
+def _describe(t: Tensor) -> str:
+    return f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} on {t.device}"
+
+
+def check_same_architecture(models: Sequence[nn.Module]) -> None:
+    """Raise FusionError naming the first model that differs from model 0 (class, hyperparameters as
+    its repr shows them, names, shapes, dtypes or devices of its parameters and buffers)."""
+    first = models[0]
+    reference = {name: _describe(t) for name, t in _state(first).items()}
+    for i, model in enumerate(models[1:], start=1):
+        if type(model) is not type(first):
+            raise FusionError(
+                f"cannot fuse: model {i} is a {type(model).__qualname__}, "
+                f"model 0 a {type(first).__qualname__}"
+            )
+        state = {name: _describe(t) for name, t in _state(model).items()}
+        for name in sorted(reference.keys() | state.keys()):
+            if reference.get(name) != state.get(name):
+                raise FusionError(
+                    f"cannot fuse: model {i}'s '{name}' is {state.get(name, 'missing')}, "
+                    f"model 0's is {reference.get(name, 'missing')}"
+                )
+        # same tensors but other settings (a batch norm's momentum, an activation): name the first
+        for ours, theirs in itertools.zip_longest(
+            repr(first).splitlines(), repr(model).splitlines(), fillvalue="(nothing)"
+        ):
+            if ours != theirs:
+                raise FusionError(
+                    f"cannot fuse: model {i} has {theirs.strip()!r} where model 0 has {ours.strip()!r}"
+                )
+
+
+def _assign(module: nn.Module, name: str, tensor: Tensor) -> None:
+    """Put `tensor` in place of the parameter or buffer `name` (a dotted path) of `module`."""
+    owner_name, _, leaf = name.rpartition(".")
+    owner = module.get_submodule(owner_name)
+    if leaf in owner._parameters:
+        old = owner._parameters[leaf]
+        owner._parameters[leaf] = nn.Parameter(tensor, requires_grad=old is None or old.requires_grad)
+    else:
+        owner._buffers[leaf] = tensor
+
+
+def _load(skeleton: nn.Module, tensors: dict[str, Tensor]) -> nn.Module:
+    """A copy of `skeleton` (a model on the meta device) holding `tensors`, given under the names of
+    _unique_names: a tensor registered under several names (tied weights) stays one tensor."""
+    module = copy.deepcopy(skeleton)
+    by_source: dict[int, Tensor] = {}
+    for name, meta in _state(skeleton).items():
+        if id(meta) not in by_source:
+            by_source[id(meta)] = tensors[name]
+        _assign(module, name, by_source[id(meta)])
+    return module
+
+
+@contextlib.contextmanager
+def _batchable_attention(device: torch.device) -> Iterator[None]:
+    if device.type == "cpu":
+        with sdpa_kernel([SDPBackend.MATH]):
+            yield
+    else:
+        yield
+
+
+class FusedArray(nn.Module):
+    """B models of one architecture as one module: input [B, N, *sample], logits [B, N, classes].
+
+    `stacked` holds the architecture with every parameter and buffer stacked to [B, ...]; it is a
+    container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call."""
+
+    def __init__(self, models: Sequence[nn.Module]) -> None:
+        super().__init__()
+        models = list(models)
+        if not models:
+            raise FusionError("cannot fuse an empty list of models (B must be at least 1)")
+        bad = [i for i, m in enumerate(models) if not isinstance(m, nn.Module)]
+        if bad:
+            kind = type(models[bad[0]]).__qualname__
+            raise FusionError(f"cannot fuse: item {bad[0]} is a {kind}, not a module")
+        check_same_architecture(models)
+        self.B = len(models)
+        # the architecture without storage: unfuse() fills copies of it, one per model
+        self._skeleton = (copy.deepcopy(models[0]).to("meta"),)  # a tuple: not a registered submodule
+        states = [_state(m) for m in models]
+        stacked = {
+            name: torch.stack([state[name].detach() for state in states]) for name in _unique_names(models[0])
+        }
+        # the skeleton's copy keeps each submodule's training mode (a frozen batch norm stays in eval)
+        self.stacked = _load(self._skeleton[0], stacked)
+        self.training = models[0].training
+
+    def _forward_one(self, params: dict[str, Tensor], buffers: dict[str, Tensor], x: Tensor) -> Tensor:
+        return functional_call(self.stacked, (params, buffers), (x,))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.dim() < 2 or x.shape[0] != self.B:
+            raise FusionError(
+                f"a fused array of {self.B} models takes input [B={self.B}, N, ...], got {tuple(x.shape)}"
+            )
+        params = dict(self.stacked.named_parameters())
+        buffers = dict(self.stacked.named_buffers())
+        repair = autocast_repair(x.device.type)
+        with _batchable_attention(x.device), repair if repair is not None else contextlib.nullcontext():
+            return vmap(self._forward_one, randomness="different")(params, buffers, x)
+
+    def unfuse(self) -> list[nn.Module]:
+        """B independent models holding copies of the array's current weights and buffers (on the
+        array's device and dtype, each submodule in the array's training mode)."""
+        state = _state(self.stacked)
+        names = _unique_names(self.stacked)
+        models = []
+        for b in range(self.B):
+            model = _load(self._skeleton[0], {name: state[name][b].detach().clone() for name in names})
+            for name, submodule in model.named_modules():  # the array's training modes, module by module
+                submodule.training = self.stacked.get_submodule(name).training
+            models.append(model)
+        return models
+
+    def extra_repr(self) -> str:
+        return f"B={self.B}"
+
+
+def fused_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """Per-model mean cross-entropy: logits [B, N, C], targets [B, N] -> [B].
+
+    Backpropagating `.sum()` gives each model exactly the gradient of its own mean loss: model b's
+    parameters appear only in term b."""
+    if logits.dim() != 3 or targets.shape != logits.shape[:2]:
+        raise FusionError(
+            f"fused_loss takes logits [B, N, C] and targets [B, N], got {tuple(logits.shape)} and "
+            f"{tuple(targets.shape)}"
+        )
+    b, n, c = logits.shape
+    losses = F.cross_entropy(logits.reshape(b * n, c), targets.reshape(b * n), reduction="none")
+    return losses.view(b, n).mean(dim=1)

@@ -1,0 +1,19 @@
+"""The HFTA throughput study: B copies of a model trained one after another (`serial`), as B processes
+sharing one GPU (`concurrent`), as B processes under the MPS daemon (`mps`), and horizontally fused into
+one wide model in one process (`hfta`, the fusion library `gpurepro.hfta`), as throughput curves over B.
+
+Modules: `training` (one training process), `launcher` (the B processes of concurrent/mps), `mps` (the
+daemon's lifetime), `dcgm` (metrics beside the run, where DCGM exists), `point` (one sweep point under the
+shared harness), `summary` (the tidy table, normalised throughput and speedups), `plot`.
+"""
+
+# The fusion library's workloads (gpurepro.hfta.WORKLOAD_NAMES), named here so the CLI can list them
+# without importing torch models.
+WORKLOADS = ("resnet18", "transformer", "mlp")
+MODES = ("serial", "concurrent", "mps", "hfta")
+# fp32 is true FP32 (TF32 off); fp16 and bf16 are AMP (autocast; fp16 with a gradient scaler).
+PRECISIONS = ("fp32", "fp16", "bf16")
+OPTIMIZERS = ("sgd", "adamw")  # gpurepro.hfta.OPTIMIZERS
+DATA_SOURCES = ("synthetic", "tiny-imagenet")
+# Raw-file status of a point: measured, out of memory, failed otherwise, or not runnable here.
+STATUSES = ("ok", "oom", "failed", "skipped")

@@ -1,0 +1,182 @@
+"""Raw HFTA points to tidy tables.
+
+`hfta.csv`: one row per (point, metric, statistic). A point is (workload, mode, precision, B, repeat);
+its throughput, wall time, peak memory, power, energy per sample and DCGM means (over the training window,
+where DCGM exists), and `normalised_throughput`: its throughput over the serial fp32 throughput of the
+same workload, B and repeat, as HFTA plots it. A point that ran out of memory, failed or was skipped keeps
+one row with its status and reason, so the largest B that fits is visible.
+
+`hfta_speedup.csv`: per workload (at one batch size and input shape) and precision, each mode's peak
+throughput over B (median over repeats at each B) and the largest B that fitted in every repeat, and the
+fused array's speedup over each baseline: statistic `max` compares peaks (each mode at its own best B,
+as HFTA reports), statistic `at_best_b` compares both at the fused array's best B.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..results import read_sidecar
+from ..tables import long_frame, point_keys, single
+from . import MODES, PRECISIONS, WORKLOADS
+from .dcgm import dcgm_means
+
+POINT_KEYS = ["workload", "mode", "precision", "b", "run"]
+# What else must match for two points to be compared (normalised throughput, speedups).
+SAME_SETUP = ["profile", "workload", "batch_size", "image_size", "seq_len"]
+BASELINES = ("serial", "concurrent", "mps")
+GIB = 2**30
+_DESCRIBED = ["batch_size", "image_size", "seq_len", "optimizer", "lr", "timed_steps",
+              "warmup_steps_per_model", "data"]  # fmt: skip
+
+
+def _keys(rows: pd.DataFrame, sidecar: dict[str, Any], path: Path | str) -> dict[str, Any]:
+    return point_keys("hfta", rows, sidecar, path, [*POINT_KEYS, *_DESCRIBED])
+
+
+def _energy_per_sample(rows: pd.DataFrame, sidecar: dict[str, Any], device: str) -> float:
+    """Gross energy per trained sample: serial sums each model's own stretch (the time between models is
+    not training), the others take the job's energy window over the span of their units."""
+    samples = float(rows["samples"].sum())
+    if rows["mode"].iloc[0] == "serial":
+        energy = pd.to_numeric(rows.get("energy_j", pd.Series(dtype=float)), errors="coerce")
+        return float(energy.sum()) / samples if len(energy) and energy.notna().all() else math.nan
+    window = sidecar.get("measurement", {}).get("energy", {}).get(device)
+    return window["energy_j"] / samples if window and window.get("energy_j") is not None else math.nan
+
+
+def summarise_file(path: Path | str) -> pd.DataFrame:
+    rows = pd.read_csv(path)
+    sidecar = read_sidecar(path)
+    keys = _keys(rows, sidecar, path)
+    if keys["status"] != "ok":
+        return long_frame({**keys, "dcgm_note": ""}, [single("throughput", math.nan, "samples/s")])
+    start, end = float(rows["t_start_unix_s"].min()), float(rows["t_end_unix_s"].max())
+    keys["dcgm_note"], dcgm = dcgm_means(path, sidecar, start, end)
+    out = [
+        single("throughput", float(rows["throughput_samples_per_s"].iloc[0]), "samples/s"),
+        single("wall_time", float(rows["wall_s"].iloc[0]), "s"),
+        single("samples", float(rows["samples"].sum()), "samples"),
+        single("processes", float(rows["processes"].iloc[0]), "processes"),
+        single(
+            "peak_memory",
+            float(rows["peak_memory_bytes"].max()) / GIB,
+            "GiB",
+            str(rows["memory_kind"].iloc[0]),
+        ),
+        single("final_loss", float(rows["final_loss"].mean()), "1", "mean"),
+        single("power", float(rows["power_w_median"].median()), "W", "median"),
+        single("throttled_units", float(rows["throttled"].sum()), "units"),
+        single("energy_per_sample", _energy_per_sample(rows, sidecar, keys["device"]), "J", "gross"),
+    ]
+    out += [single(f"dcgm_{field}", mean, unit, "mean") for field, (mean, unit) in sorted(dcgm.items())]
+    return long_frame(keys, out)
+
+
+def _order(table: pd.DataFrame) -> pd.DataFrame:
+    order = {"workload": WORKLOADS, "mode": MODES, "precision": PRECISIONS}
+
+    def key(column: pd.Series) -> pd.Series:
+        if column.name in order:
+            return column.map({v: i for i, v in enumerate(order[column.name])})
+        return column
+
+    columns = [c for c in ["workload", "precision", "mode", "b", "run"] if c in table]
+    return table.sort_values(columns, key=key, kind="stable").reset_index(drop=True)
+
+
+def normalise(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows of normalised_throughput: each point's throughput over serial fp32's at the same B and repeat
+    (NaN where that serial point is missing or did not fit)."""
+    throughput = table[table["metric"] == "throughput"]
+    same = [*SAME_SETUP, "b", "run"]
+    serial = throughput[(throughput["mode"] == "serial") & (throughput["precision"] == "fp32")]
+    reference = serial[[*same, "value"]].rename(columns={"value": "reference"})
+    merged = throughput.merge(reference, on=same, how="left")
+    merged["value"] = merged["value"] / merged["reference"]
+    merged["metric"], merged["statistic"], merged["unit"] = "normalised_throughput", "over_serial_fp32", "x"
+    return merged.drop(columns="reference")
+
+
+def summarise(paths: list[str]) -> pd.DataFrame:
+    """The tidy table of every raw point given."""
+    table = pd.concat([summarise_file(p) for p in paths], ignore_index=True)
+    table = pd.concat([table, normalise(table)], ignore_index=True)
+    return _order(table)
+
+
+def _curve(rows: pd.DataFrame) -> pd.Series:
+    """Median throughput over repeats at each B, of the points that ran."""
+    ok = rows[rows["status"] == "ok"]
+    return ok.groupby("b")["value"].median().dropna().sort_index()
+
+
+def _largest_fitting(rows: pd.DataFrame) -> float:
+    """The largest B at which every repeat ran (NaN if none did)."""
+    fits = rows.groupby("b")["status"].agg(lambda s: bool((s == "ok").all()))
+    return float(fits[fits].index.max()) if fits.any() else math.nan
+
+
+def speedups(table: pd.DataFrame) -> pd.DataFrame:
+    """The speedup summary (see the module's docstring) from the tidy table."""
+    throughput = table[table["metric"] == "throughput"]
+    out: list[dict[str, Any]] = []
+    for setup, group in throughput.groupby([*SAME_SETUP, "precision"], sort=False, dropna=False):
+        base = {
+            "study": "hfta", **dict(zip([*SAME_SETUP, "precision"], setup, strict=True)),
+            "gpu_name": group["gpu_name"].iloc[0], "repeats": int(group["run"].nunique()),
+        }  # fmt: skip
+        curves = {mode: _curve(rows) for mode, rows in group.groupby("mode")}
+        for mode, rows in group.groupby("mode"):
+            curve = curves[mode]
+            fitting = {"mode": mode, "metric": "largest_b_fitting", "statistic": "max"}
+            out.append({**base, **fitting, "value": _largest_fitting(rows), "unit": "models"})
+            if len(curve):
+                peak = {
+                    "mode": mode,
+                    "b": int(curve.idxmax()),
+                    "metric": "peak_throughput",
+                    "statistic": "max",
+                }
+                out.append({**base, **peak, "value": float(curve.max()), "unit": "samples/s"})
+        fused = curves.get("hfta")
+        if fused is None or fused.empty:
+            continue
+        best_b = int(fused.idxmax())
+        for baseline in BASELINES:
+            curve = curves.get(baseline)
+            if curve is None or curve.empty:
+                continue
+            common = {
+                **base,
+                "mode": "hfta",
+                "baseline": baseline,
+                "b": best_b,
+                "metric": "speedup",
+                "unit": "x",
+            }
+            out.append(
+                {
+                    **common,
+                    "baseline_b": int(curve.idxmax()),
+                    "statistic": "max",
+                    "value": fused.max() / curve.max(),
+                }
+            )
+            if best_b in curve.index:
+                out.append(
+                    {
+                        **common,
+                        "baseline_b": best_b,
+                        "statistic": "at_best_b",
+                        "value": fused.max() / curve[best_b],
+                    }
+                )
+    columns = ["study", "profile", "gpu_name", "workload", "batch_size", "image_size", "seq_len",
+               "precision", "mode", "baseline", "b", "baseline_b", "repeats", "metric", "statistic", "value",
+               "unit"]  # fmt: skip
+    return _order(pd.DataFrame(out, columns=columns))

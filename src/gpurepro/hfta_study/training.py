@@ -1,0 +1,284 @@
+"""One training process of the HFTA study, and how its steps are timed.
+
+A *unit* is what one process trains in one timed stretch: one model (each model of `serial`, each worker
+of `concurrent` and `mps`) or the fused array of B models (`hfta`). Every unit builds its models (model b
+seeded with `seed_for(seed, b)`, so every mode trains the same B models on the same batches), puts a
+small pool of batches on the device and cycles through it (synthetic batches from the workload, or real
+Tiny-ImageNet batches read once: data loading never limits the step rate), runs `warmup` untimed steps,
+synchronises the device, waits at the barrier of its fellow processes if it has any, then times `steps`
+steps between two device synchronisations. A step is forward, loss, backward and optimizer step (SGD with
+momentum by default), under autocast with a gradient scaler for fp16, autocast alone for bf16, in true
+FP32 (TF32 off) for fp32. A single ResNet-18 runs channels-last on CUDA; the fused array keeps the fusion
+library's layout (its weights are stacked to [B, ...], and vmap turns the B convolutions into one grouped
+convolution), which if anything favours the baselines.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import resource
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..datasets.specs import TINY_IMAGENET
+from ..inference.modes import AUTOCAST, PointFailed, set_matmul_precision
+
+if TYPE_CHECKING:
+    from threading import Barrier
+
+    from ..hfta import WorkloadSpec
+
+MOMENTUM = 0.9
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What every unit of one sweep point shares (picklable: it travels to the worker processes)."""
+
+    workload: str
+    batch_size: int
+    precision: str
+    steps: int
+    warmup: int
+    optimizer: str
+    lr: float
+    seed: int
+    device: str  # "cpu" or "cuda:<index>"
+    image_size: int = 64
+    seq_len: int = 128
+    data_source: str = "synthetic"
+    data_root: str | None = None
+    data_batches: int = 4
+    threads: int | None = None  # CPU threads of this process; None keeps torch's default
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """One unit's timed stretch: host wall-clock bounds (comparable across processes) and what ran."""
+
+    unit: int
+    models: int
+    pid: int
+    t_start_unix_s: float
+    t_end_unix_s: float
+    steps: int
+    warmup_steps: int
+    samples: int
+    final_loss: float
+    peak_memory_bytes: float
+    memory_kind: str
+
+    def row(self) -> dict[str, Any]:
+        return {**asdict(self), "ms": (self.t_end_unix_s - self.t_start_unix_s) * 1e3}
+
+
+def seed_for(seed: int, model: int) -> int:
+    """Model b's seed (weights and batches): the same in every mode, different for every b."""
+    return seed * 10_007 + model
+
+
+def prepare_process(settings: TrainSettings) -> torch.device:
+    """Per-process state: TF32 off (fp32 is true FP32; autocast's FP32 ops stay FP32 too), CPU threads,
+    the current CUDA device."""
+    set_matmul_precision(settings.precision)
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    device = torch.device(settings.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device
+
+
+def workload_spec(settings: TrainSettings) -> WorkloadSpec:
+    from .. import hfta
+
+    classes = TINY_IMAGENET.classes if settings.data_source == "tiny-imagenet" else None
+    return hfta.workload(
+        settings.workload, image_size=settings.image_size, num_classes=classes, seq_len=settings.seq_len
+    )
+
+
+@functools.cache
+def _tiny_imagenet(root: str, seed: int) -> Any:
+    """The Tiny-ImageNet train split, scanned once per process (a fused array reads it for B models)."""
+    from ..datasets import loaders
+
+    return loaders.make_dataset("tiny-imagenet", "train", seed, Path(root))
+
+
+def batch_stream(
+    spec: WorkloadSpec, settings: TrainSettings, model: int, device: torch.device
+) -> Iterator[Batch]:
+    """Model b's batches on the device: seeded synthetic ones, or real Tiny-ImageNet ones (shuffled,
+    seeded, flipped as for training) read without worker processes, as only a few are needed."""
+    if settings.data_source == "tiny-imagenet":
+        from ..datasets import loaders
+
+        assert settings.data_root is not None
+        dataset = _tiny_imagenet(settings.data_root, settings.seed)
+        loader = loaders.make_loader(
+            dataset, settings.batch_size, workers=0, seed=seed_for(settings.seed, model), train=True
+        )
+        while True:  # another epoch when the set holds fewer batches than asked for
+            for images, labels in loader:
+                yield images.to(device), labels.to(device)
+    generator = torch.Generator().manual_seed(seed_for(settings.seed, model))
+    while True:
+        yield spec.make_batch(settings.batch_size, generator, device)
+
+
+def _channels_last(settings: TrainSettings, device: torch.device) -> bool:
+    return settings.workload == "resnet18" and device.type == "cuda"
+
+
+def _to_layout(x: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    # Only a single model's 4-D [N, C, H, W] batch; the fused [B, N, C, H, W] one is left to the library.
+    return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
+
+
+class _Trainer:
+    """One training step of a module: forward and loss under autocast, backward through the scaler."""
+
+    def __init__(
+        self,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        precision: str,
+        device_type: str,
+    ) -> None:
+        self.module, self.optimizer, self.loss = module, optimizer, loss
+        self.dtype = AUTOCAST.get(precision)
+        self.device_type = device_type
+        self.scaler = torch.amp.GradScaler(device_type, enabled=precision == "fp16")
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None):
+            loss = self.loss(self.module(x), y)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return loss.detach()
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _reset_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak_memory(device: torch.device) -> tuple[float, str]:
+    """Peak bytes the unit held: CUDA's allocator peak, or on the CPU the process's maximum RSS."""
+    if device.type == "cuda":
+        return float(torch.cuda.max_memory_allocated(device)), "cuda_max_allocated"
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "cpu_max_rss"
+
+
+def _run(
+    trainer: _Trainer,
+    batches: list[Batch],
+    settings: TrainSettings,
+    device: torch.device,
+    unit: int,
+    models: int,
+    barrier: Barrier | None,
+) -> UnitResult:
+    loss = torch.zeros(())
+    for i in range(settings.warmup):
+        loss = trainer.step(*batches[i % len(batches)])
+    _synchronize(device)
+    if barrier is not None:
+        barrier.wait()  # every process starts its timed steps together
+    start = time.time()
+    for i in range(settings.steps):
+        loss = trainer.step(*batches[(settings.warmup + i) % len(batches)])
+    _synchronize(device)
+    end = time.time()
+    final = float(loss.float().sum()) / models  # the mean model's loss (the fused loss sums them)
+    if not math.isfinite(final):
+        # A diverged run is no honest timing either: the fp16 scaler skips optimizer steps on inf.
+        raise PointFailed(
+            f"training diverged: loss {final} after {settings.steps} timed steps (lr {settings.lr:g})"
+        )
+    peak, kind = _peak_memory(device)
+    samples = models * settings.batch_size * settings.steps
+    return UnitResult(
+        unit, models, os.getpid(), start, end, settings.steps, settings.warmup, samples, final, peak, kind
+    )
+
+
+def _optimizer(parameters: Iterator[nn.Parameter], settings: TrainSettings) -> torch.optim.Optimizer:
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(parameters, lr=settings.lr, momentum=MOMENTUM)
+    return torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=0.0)  # as the fused AdamW's default
+
+
+def train_single(settings: TrainSettings, model: int, barrier: Barrier | None = None) -> UnitResult:
+    """Train model `model` alone: one model of `serial`, or the worker `model` of concurrent/mps."""
+    device = torch.device(settings.device)
+    _reset_peak(device)
+    spec = workload_spec(settings)
+    torch.manual_seed(seed_for(settings.seed, model))
+    net = spec.make_model().to(device)
+    layout = _channels_last(settings, device)
+    if layout:
+        net = net.to(memory_format=torch.channels_last)
+    batches = [
+        (_to_layout(x, layout), y)
+        for x, y in islice(batch_stream(spec, settings, model, device), settings.data_batches)
+    ]
+    trainer = _Trainer(
+        net, _optimizer(net.parameters(), settings), F.cross_entropy, settings.precision, device.type
+    )
+    return _run(trainer, batches, settings, device, model, 1, barrier)
+
+
+def train_serial(settings: TrainSettings, count: int) -> list[UnitResult]:
+    """B models one after another, each with its own warm-up (as B separate jobs would run)."""
+    results = []
+    for model in range(count):
+        results.append(train_single(settings, model))
+        if settings.device.startswith("cuda"):
+            torch.cuda.empty_cache()  # the next model starts from the memory one job would have
+    return results
+
+
+def train_fused(settings: TrainSettings, count: int) -> UnitResult:
+    """B models fused into one array (gpurepro.hfta), trained as one, on the same batches as B models."""
+    from .. import hfta
+
+    device = torch.device(settings.device)
+    _reset_peak(device)
+    spec = workload_spec(settings)
+    models = []
+    for model in range(count):
+        torch.manual_seed(seed_for(settings.seed, model))
+        models.append(spec.make_model())
+    array = hfta.FusedArray(models).to(device)
+    del models
+    streams = [batch_stream(spec, settings, model, device) for model in range(count)]
+    batches = []
+    for _ in range(settings.data_batches):
+        pairs = [next(stream) for stream in streams]
+        batches.append((torch.stack([x for x, _ in pairs]), torch.stack([y for _, y in pairs])))
+    optimizer = hfta.fused_optimizer(array, settings.optimizer, settings.lr, momentum=MOMENTUM)
+    trainer = _Trainer(
+        array, optimizer, lambda logits, y: hfta.fused_loss(logits, y).sum(), settings.precision, device.type
+    )
+    return _run(trainer, batches, settings, device, 0, count, None)

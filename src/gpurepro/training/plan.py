@@ -1,0 +1,61 @@
+"""What the workflow decides about training jobs when it plans them (imports nothing heavy)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import GpureproError
+
+
+def usable_gpu_counts(counts: list[int], available: int | None) -> tuple[list[int], list[int]]:
+    """The profile's GPU counts that fit the GPUs here, and those left out. `available` None (the cpu
+    profile) keeps every count: there a count is a number of processes."""
+    if available is None:
+        return sorted(counts), []
+    kept = sorted(c for c in counts if c <= available)
+    dropped = sorted(c for c in counts if c > available)
+    if not kept:
+        raise GpureproError(
+            f"key train.gpu_counts: {sorted(counts)} all need more GPUs than the {available} selected here"
+        )
+    return kept, dropped
+
+
+def workers_per_process(workers: int, processes: int) -> int:
+    """DataLoader workers for each of `processes` training processes sharing the node's `workers`."""
+    return 0 if workers == 0 else max(1, workers // processes)
+
+
+def ddp_devices(count: int, gpus: list[int], is_gpu: bool, cluster: bool) -> str:
+    """`--gpus` (and `--nproc`) of a `count`-GPU job: the first `count` GPUs selected, or on a cluster
+    GPUs 0..count-1 of the job's own allocation; on the cpu profile `count` gloo processes."""
+    if not is_gpu:
+        return f"--gpus cpu --nproc {count}"
+    return "--gpus " + ",".join(map(str, range(count) if cluster else gpus[:count]))
+
+
+def ddp_gpu_claims(gpus: list[int]) -> dict[str, Callable[[Any], int]]:
+    """Resources of a job with an {ngpus} wildcard: gpu_<g> of each of its first `ngpus` GPUs and
+    `ngpus` of the `gpu` count, so no other measurement runs on any of them meanwhile."""
+    claims: dict[str, Callable[[Any], int]] = {
+        f"gpu_{g}": (lambda wildcards, i=i: int(int(wildcards.ngpus) > i)) for i, g in enumerate(gpus)
+    }
+    claims["gpu"] = lambda wildcards: int(wildcards.ngpus)
+    return claims
+
+
+def noise_flags(
+    workload: str, measured: str, gpus: list[int], is_gpu: bool, train_flags: str, workers: int
+) -> str:
+    """The noise options of `gpurepro sgemm` for the job measuring GPU `measured`: training on every
+    other selected GPU (on the cpu profile, one CPU process beside the measurement); '' without noise."""
+    if workload == "none":
+        return ""
+    others = [g for g in gpus if str(g) != str(measured)]
+    where = ",".join(map(str, others)) if is_gpu else "cpu"
+    per_process = workers_per_process(workers, max(1, len(others)))
+    return (
+        f"--noise-workload {workload} --noise-gpus {where} "
+        f"--noise-args='{train_flags} --workers {per_process}'"
+    )

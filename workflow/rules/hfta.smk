@@ -1,0 +1,137 @@
+# The HFTA study: B copies of a workload (ResNet-18, the transformer encoder, the MLP) trained one after
+# another (serial), as B processes on the GPU (concurrent), as B processes under an MPS daemon the job
+# starts and stops (mps), and horizontally fused into one model (hfta), per precision, B and repeat, all
+# from the device profile's `hfta` section; how they train comes from config `hfta`. One job per point
+# (`gpurepro hfta`); a point that runs out of memory or fails still writes its raw file with its status
+# and reason (mps without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
+# Then `hfta` (tables/hfta.csv, normalised throughput; tables/hfta_speedup.csv) and `plot_hfta`.
+
+HFTA = PROFILE["hfta"]
+HFTA_RUN = config["hfta"]
+HFTA_RAW = f"{RESULTS}/hfta/raw"
+
+HFTA_UNSUPPORTED = sorted(set(HFTA["precisions"]) - set(PROFILE["precisions"]))
+if HFTA_UNSUPPORTED:
+    raise WorkflowError(
+        f"bad device profile config/devices/{DEVICE}.yaml: key hfta.precisions: {HFTA_UNSUPPORTED} "
+        f"not in the profile's precisions {PROFILE['precisions']}"
+    )
+if not IS_GPU and "mps" in HFTA["modes"]:
+    raise WorkflowError(
+        f"bad device profile config/devices/{DEVICE}.yaml: key hfta.modes: mps shares a GPU between "
+        "processes and needs one"
+    )
+
+HFTA_POINTS = dict(
+    net=HFTA["workloads"],
+    scheme=HFTA["modes"],
+    precision=HFTA["precisions"],
+    b=HFTA["b_values"],
+    run=range(1, HFTA["repeats"] + 1),
+)
+# ResNet-18 reads real Tiny-ImageNet batches when data.source is tiny-imagenet; everything else trains
+# on synthetic batches.
+HFTA_REAL_DATA = DATA["source"] == "tiny-imagenet"
+HFTA_REAL_FLAGS = (
+    f"--data-source tiny-imagenet --data-root {DATASET_ROOTS['tiny-imagenet']}"
+)
+
+
+# Say up front roughly how long the sweep takes: start-up, idle baseline and the models' set-up per point
+# (serial builds and warms up B models one after another); training itself and cool-down come on top.
+HFTA_POINTS_PER_B = (
+    len(HFTA["workloads"])
+    * len(HFTA["modes"])
+    * len(HFTA["precisions"])
+    * HFTA["repeats"]
+)
+HFTA_MINUTES = (
+    HFTA_POINTS_PER_B
+    * sum(20 + config["telemetry"]["idle_seconds"] + 2 * b for b in HFTA["b_values"])
+    / 60
+)
+if HFTA_MINUTES > 30:
+    print(
+        f"gpurepro: the hfta sweep on {DEVICE} has {HFTA_POINTS_PER_B * len(HFTA['b_values'])} points; measuring "
+        f"all of them takes roughly {HFTA_MINUTES / 60:.1f} h plus cool-down waits (quick=true measures a few)",
+        file=sys.stderr,
+    )
+
+# Every job samples DCGM beside its telemetry where DCGM exists (<stem>.dcgm.csv, not a rule output).
+HFTA_MEASUREMENT = measurement_flags()
+if "--dcgm-out" not in HFTA_MEASUREMENT:
+    HFTA_MEASUREMENT += " --dcgm-out auto"
+HFTA_FLAGS = (
+    f"--gpu {JOB_GPU} --batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
+    f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
+    f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
+    f"{HFTA_MEASUREMENT}"
+)
+
+
+rule hfta_point:
+    input:
+        lambda w: DATASET_INPUT if HFTA_REAL_DATA and w.net == "resnet18" else [],
+        **container_input(),
+    output:
+        **raw_outputs(f"{HFTA_RAW}/{{net}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}"),
+    log:
+        f"{RESULTS}/logs/hfta/{{net}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/hfta/{{net}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.tsv"
+    wildcard_constraints:
+        net="resnet18|transformer|mlp",
+        scheme="serial|concurrent|mps|hfta",
+        precision="fp32|fp16|bf16",
+        b=r"\d+",
+        run=r"\d+",
+    threads: measure_threads()
+    resources:
+        **measure_resources(),
+    params:
+        flags=HFTA_FLAGS,
+        data=lambda w: (
+            HFTA_REAL_FLAGS
+            if HFTA_REAL_DATA and w.net == "resnet18"
+            else "--data-source synthetic"
+        ),
+    shell:
+        container_exec(MEASURE_GPU)
+        + "gpurepro hfta --workload {wildcards.net} --mode {wildcards.scheme} --precision {wildcards.precision} "
+        "-B {wildcards.b} --run {wildcards.run} {params.data} {params.flags} "
+        "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
+
+
+rule hfta:
+    input:
+        tables=expand(rules.hfta_point.output.table, **HFTA_POINTS),
+        traces=expand(rules.hfta_point.output.trace, **HFTA_POINTS),
+    output:
+        table=f"{RESULTS}/tables/hfta.csv",
+        summary=f"{RESULTS}/tables/hfta_speedup.csv",
+    log:
+        f"{RESULTS}/logs/hfta/aggregate.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/hfta/aggregate.tsv"
+    localrule: True
+    shell:
+        "gpurepro aggregate hfta {input.tables} --out {output.table} --summary {output.summary} > {log} 2>&1"
+
+
+rule plot_hfta:
+    input:
+        rules.hfta.output.table,
+    output:
+        report(
+            f"{RESULTS}/plots/hfta.png",
+            caption="../report/hfta.rst",
+            category="HFTA",
+            subcategory=DEVICE,
+        ),
+    log:
+        f"{RESULTS}/logs/hfta/plot.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/hfta/plot.tsv"
+    localrule: True
+    shell:
+        "gpurepro plot hfta {input} --out {output} > {log} 2>&1"

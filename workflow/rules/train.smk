@@ -1,0 +1,122 @@
+# The data-parallel training study (`ddp`): ResNet-50 v1.5 training throughput (images/s) on 1, 2, 4, ...
+# GPUs of one node, DistributedDataParallel over NCCL (gloo processes on the cpu profile), with the
+# device profile's `train` settings and the images of config `data` (data.smk). One job per GPU count,
+# holding all of its GPUs; then images/s, speedup and scaling efficiency against one GPU (`ddp` target)
+# and a figure (`plot_ddp`). The same training is the variability study's noise workload: variability.smk
+# takes its options from training.plan.noise_flags with TRAIN_FLAGS below.
+
+from gpurepro.training.plan import (  # noqa: E402
+    ddp_devices,
+    ddp_gpu_claims,
+    noise_flags,
+    usable_gpu_counts,
+    workers_per_process,
+)
+
+TRAIN = PROFILE["train"]
+if TRAIN["precision"] not in PROFILE["precisions"]:
+    raise WorkflowError(
+        f"bad device profile config/devices/{DEVICE}.yaml: key train.precision: {TRAIN['precision']} is "
+        f"not in the profile's precisions {PROFILE['precisions']}"
+    )
+# On the cpu profile a count is a number of processes, which any machine can start.
+try:
+    DDP_COUNTS, DDP_LEFT_OUT = usable_gpu_counts(
+        TRAIN["gpu_counts"], len(GPUS) if IS_GPU else None
+    )
+except GpureproError as err:
+    raise WorkflowError(f"bad device profile config/devices/{DEVICE}.yaml: {err}")
+if DDP_LEFT_OUT:
+    print(
+        f"gpurepro: ddp: GPU counts {DDP_LEFT_OUT} of profile {DEVICE} left out: {len(GPUS)} GPU(s) "
+        "selected here",
+        file=sys.stderr,
+    )
+
+# Synthetic images are made on the device at the profile's size; a real set comes at its own.
+TRAIN_DATA = f"synthetic-{TRAIN['image_size']}px" if SYNTHETIC else DATA["source"]
+TRAIN_FLAGS = (
+    f"--batch-size {TRAIN['batch_size']} --precision {TRAIN['precision']} "
+    f"--{'' if TRAIN['channels_last'] else 'no-'}channels-last --warmup {TRAIN['warmup']} "
+    f"{DATASET_FLAGS}" + (f" --image-size {TRAIN['image_size']}" if SYNTHETIC else "")
+)
+DDP_RAW = f"{RESULTS}/ddp/raw/resnet50_{TRAIN_DATA}_{TRAIN['precision']}_b{TRAIN['batch_size']}_{{ngpus}}gpu"
+
+
+wildcard_constraints:
+    ngpus=r"\d+",
+
+
+# A k-GPU job holds all of its GPUs (gpu_<g> of each, k of `gpu`); on a cluster it asks for k GPUs.
+DDP_RESOURCES = (
+    {}
+    if not IS_GPU
+    else (
+        {**cluster_resources(), "gpu": lambda wildcards: int(wildcards.ngpus)}
+        if CLUSTER
+        else ddp_gpu_claims(GPUS)
+    )
+)
+
+
+rule train_ddp:
+    input:
+        DATASET_INPUT,
+        **container_input(),
+    output:
+        table=protected(f"{DDP_RAW}.csv"),
+        table_provenance=protected(f"{DDP_RAW}.provenance.json"),
+    log:
+        f"{RESULTS}/logs/ddp/{{ngpus}}gpu.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ddp/{{ngpus}}gpu.tsv"
+    threads: measure_threads()
+    resources:
+        **DDP_RESOURCES,
+    params:
+        # In a Docker job, as in a cluster allocation, its GPUs are numbered from 0.
+        devices=lambda wildcards: ddp_devices(
+            int(wildcards.ngpus), GPUS, IS_GPU, CLUSTER or DOCKER_GPU_JOBS
+        ),
+        container=lambda wildcards: container_exec(GPUS[: int(wildcards.ngpus)]),
+        workers=lambda wildcards: workers_per_process(
+            LOADER_WORKERS, int(wildcards.ngpus)
+        ),
+        flags=f"{TRAIN_FLAGS} --iterations {TRAIN['iterations']} --profile {DEVICE}",
+    # More than one process: the command starts torchrun itself, one rank per GPU.
+    shell:
+        "{params.container}gpurepro train resnet50 {params.devices} {params.flags} --workers {params.workers} "
+        "--out {output.table} > {log} 2>&1"
+
+
+rule ddp:
+    input:
+        expand(rules.train_ddp.output.table, ngpus=DDP_COUNTS),
+    output:
+        f"{RESULTS}/tables/ddp.csv",
+    log:
+        f"{RESULTS}/logs/ddp/aggregate.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ddp/aggregate.tsv"
+    localrule: True
+    shell:
+        "gpurepro aggregate ddp {input} --out {output} > {log} 2>&1"
+
+
+rule plot_ddp:
+    input:
+        rules.ddp.output,
+    output:
+        report(
+            f"{RESULTS}/plots/ddp.png",
+            caption="../report/ddp.rst",
+            category="Training",
+            subcategory=DEVICE,
+        ),
+    log:
+        f"{RESULTS}/logs/ddp/plot.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ddp/plot.tsv"
+    localrule: True
+    shell:
+        "gpurepro plot ddp {input} --out {output} > {log} 2>&1"
