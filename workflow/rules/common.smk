@@ -189,6 +189,14 @@ def binary_flag(wildcards, input):
     return f"--binary {input.binary}" if input.binary else ""
 
 
+# Every measuring job writes DCGM's profiling metrics to <stem>.dcgm.csv beside its telemetry trace where
+# DCGM exists, and its provenance says why not where it does not. Not a rule output, as most machines
+# have no DCGM; set in the environment rather than in measurement_flags(), so that turning it off
+# (GPUREPRO_DCGM_OUT=off before running snakemake) or on does not make Snakemake rerun finished
+# measurements.
+os.environ.setdefault("GPUREPRO_DCGM_OUT", "auto")
+
+
 def measurement_flags(energy_window_s=None):
     """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, telemetry. A study
     may ask for a longer energy window than telemetry.min_energy_window_s, never a shorter one.

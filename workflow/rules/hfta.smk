@@ -57,15 +57,12 @@ if HFTA_MINUTES > 30:
         file=sys.stderr,
     )
 
-# Every job samples DCGM beside its telemetry where DCGM exists (<stem>.dcgm.csv, not a rule output).
-HFTA_MEASUREMENT = measurement_flags()
-if "--dcgm-out" not in HFTA_MEASUREMENT:
-    HFTA_MEASUREMENT += " --dcgm-out auto"
+# Like every measuring job, each samples DCGM beside its telemetry where DCGM exists (common.smk).
 HFTA_FLAGS = (
     f"--gpu {JOB_GPU} --batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
     f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
-    f"{HFTA_MEASUREMENT}"
+    f"{measurement_flags()}"
 )
 
 

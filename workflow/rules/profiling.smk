@@ -2,19 +2,13 @@
 # of `all`), each kept as <workload>.nsys-rep with its CUDA kernel summary <workload>_kern_sum.csv under
 # profiles/nsys/. Where nsys is missing, asking for the target stops at planning with a plain message and
 # nothing is made; the rest of the workflow plans and runs as before.
-#
-# DCGM metrics are sampled by the studies' own measuring jobs, not by these traces (DCGM's profiling
-# metrics and an nsys trace cannot share the GPU's performance counters on every GPU): every job that
-# takes the measurement options writes <stem>.dcgm.csv beside its telemetry trace where DCGM exists, and
-# its provenance says why not where it does not. Not a rule output, as most machines have no DCGM; set in
-# the environment rather than on the command line, so that turning it off (GPUREPRO_DCGM_OUT=off before
-# running snakemake) or on does not make Snakemake rerun finished measurements.
+# DCGM metrics are sampled by the studies' own measuring jobs (common.smk), not by these traces: DCGM's
+# profiling metrics and an nsys trace cannot share the GPU's performance counters on every GPU.
 
 import re
 
 from gpurepro.profiling import nsys as nsys_tool  # noqa: E402
 
-os.environ.setdefault("GPUREPRO_DCGM_OUT", "auto")
 NSYS_DIR = f"{RESULTS}/profiles/nsys"
 NSYS_N = min(SGEMM["sizes"])
 # A short traced run: little idle time, a short energy window, no cool-down wait; the reps table goes to
