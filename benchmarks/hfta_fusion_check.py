@@ -54,6 +54,11 @@ def parse_args() -> argparse.Namespace:
         action="store_false",
         help="skip the float64 run of the separate training that shows float32's own error",
     )
+    parser.add_argument(
+        "--channels-last",
+        action="store_true",
+        help="build the arrays channels-last (FusedArray(channels_last=True), as the study on a GPU)",
+    )
     parser.add_argument("--csv", help="also write the table to this CSV file")
     args = parser.parse_args()
     if args.steps < 1 or args.batch < 2 or min(args.B) < 1:
@@ -70,7 +75,8 @@ def main() -> int:
     dtype = DTYPES[args.dtype]
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"torch {torch.__version__} on {where}; {args.dtype}, TF32 off; {args.steps} steps, "
-          f"batch {args.batch} per model; tolerance {TOLERANCES[dtype]}")  # fmt: skip
+          f"batch {args.batch} per model; channels-last {args.channels_last}; "
+          f"tolerance {TOLERANCES[dtype]}")  # fmt: skip
     rows = []
     for name in args.workloads:
         spec = workload(name, image_size=args.image_size, seq_len=args.seq_len)
@@ -82,6 +88,7 @@ def main() -> int:
                     spec, B, optimizer, steps=args.steps, batch=args.batch, device=device,
                     seed=args.seed, dtype=dtype,
                     float64_reference=args.float64_reference and dtype != torch.float64,
+                    channels_last=args.channels_last,
                 )  # fmt: skip
                 failures = agreement.failures()
                 rows.append({**agreement.row(), "within_tolerance": not failures,

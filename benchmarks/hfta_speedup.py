@@ -50,6 +50,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--precision", help="default: fp16 (AMP) on a GPU, fp32 on the CPU")
     parser.add_argument("--profile", help="device profile (default: detected)")
     parser.add_argument(
+        "--cooldown-max-wait-s", type=float, default=30.0,
+        help="longest wait for the GPU to cool towards idle before each point (default 30)",
+    )  # fmt: skip
+    parser.add_argument(
         "--out-dir", type=Path, help="keep the raw files and tables here (default: temporary)"
     )
     return parser.parse_args()
@@ -61,7 +65,8 @@ def run_point(args: argparse.Namespace, mode: str, b: int, precision: str, raw: 
         sys.executable, "-m", "gpurepro", "hfta", "--workload", "resnet18", "--mode", mode, "-B", str(b),
         "--precision", precision, "--batch-size", str(args.batch_size), "--image-size", str(args.image_size),
         "--steps", str(args.steps), "--warmup", str(args.warmup), "--gpu", args.device,
-        "--device-check", "warn", "--idle-seconds", "1", "--cooldown-max-wait-s", "30",
+        "--device-check", "warn", "--idle-seconds", "1",
+        "--cooldown-max-wait-s", str(args.cooldown_max_wait_s),
         "--out", str(out), "--trace-out", str(out.with_suffix(".telemetry.csv")),
     ]  # fmt: skip
     if args.profile:

@@ -73,6 +73,27 @@ def test_fused_training_matches_separate_training(name: str, optimizer: str, B: 
         assert agreement.counters_equal
 
 
+def test_channels_last_layout_trains_the_same_models() -> None:
+    """channels_last=True stores each model's conv weights channels-last and images as [N, H, W, B, C],
+    so vmap's merged grouped convolution works on channels-last views; training is unchanged."""
+    agreement = compare_training(
+        SMALL["resnet18"], 3, "sgd", steps=3, batch=4, dtype=torch.float64, channels_last=True
+    )
+    assert agreement.failures() == []
+    array = FusedArray(models_of("resnet18", 2), channels_last=True)
+    weight = array.stacked.conv1.weight
+    assert weight[0].is_contiguous(memory_format=torch.channels_last)
+    merged = weight.flatten(0, 1)  # what the grouped convolution gets: a view, channels-last
+    assert merged.data_ptr() == weight.data_ptr() and merged.is_contiguous(memory_format=torch.channels_last)
+    inputs, targets = stacked_batch("resnet18", 2)
+    arranged = array.arrange(inputs)
+    assert torch.equal(arranged, inputs) and arranged.permute(1, 3, 4, 0, 2).is_contiguous()
+    assert array.arrange(arranged) is arranged  # arranged once, not at every step
+    fused_loss(array(inputs), targets).sum().backward()
+    assert weight.grad is not None and weight.grad.stride() == weight.stride()
+    assert "channels_last=True" in repr(array)
+
+
 @pytest.mark.parametrize("name", ["transformer", "mlp"])
 def test_fused_training_matches_in_float32(name: str) -> None:
     agreement = compare_training(
@@ -101,11 +122,13 @@ def test_a_wrong_learning_rate_is_caught() -> None:
     assert wrong.max_rel > 1000 * TOLERANCES[torch.float32].parameters
 
 
-@pytest.mark.parametrize("name", WORKLOAD_NAMES)
-def test_fusion_batches_without_vmap_fallback(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "channels_last"), [(name, False) for name in WORKLOAD_NAMES] + [("resnet18", True)]
+)
+def test_fusion_batches_without_vmap_fallback(name: str, channels_last: bool) -> None:
     """Every op of the fused forward and backward has a batching rule: vmap never loops over models
     (it warns 'There is a performance drop' when it does), in training and in evaluation."""
-    array = FusedArray(models_of(name, 2))
+    array = FusedArray(models_of(name, 2), channels_last=channels_last)
     inputs, targets = stacked_batch(name, 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -137,8 +137,9 @@ def test_a_diverging_point_is_recorded_as_failed(tmp_path: Path) -> None:
 
 
 def test_out_of_memory_in_a_process_marks_the_point_oom(tmp_path: Path) -> None:
-    # 10^9 samples of 784 floats is 3 TB: every process fails to allocate its batches.
-    status, out = _point(tmp_path, "concurrent", 2, "--batch-size", str(10**9))
+    # 10^12 samples of 784 floats is 3 PB, beyond any address space: every process fails to allocate
+    # its batches at once, even where the kernel overcommits memory (3 TB would be mapped, then killed).
+    status, out = _point(tmp_path, "concurrent", 2, "--batch-size", str(10**12))
     assert status == 0
     rows = pd.read_csv(out)
     assert list(rows["status"]) == ["oom"] and "out of memory" in rows["reason"].iloc[0]

@@ -31,7 +31,7 @@ from gpurepro.training.processes import background_process
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import NOT_APPLICABLE, NOT_MEASURED, OUTSIDE, WITHIN, evaluate
 
-from .conftest import ROOT, needs_gpu, run_gpurepro
+from .conftest import HAVE_GPU, ROOT, needs_gpu, run_gpurepro
 
 TINY = ["--gpus", "cpu", "--profile", "cpu", "--image-size", "32", "--batch-size", "2", "--warmup", "1",
         "--log-interval", "1", "--iterations", "3"]  # fmt: skip
@@ -164,6 +164,7 @@ def test_bad_options_say_what_is_wrong(options: list[str], message: str, capsys)
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.skipif(HAVE_GPU, reason="checks the message on a machine without a GPU")
 def test_gpus_that_are_not_here_are_refused(capsys) -> None:
     assert cli.main(["train", "resnet50", "--gpus", "0,1", "--profile", "h100"]) == 2
     assert "cannot measure on GPU 0" in capsys.readouterr().err

@@ -11,20 +11,26 @@ stacked buffers that the batch-norm batching rule updates in place, each model's
 batch (tests/test_hfta_fusion.py checks them against separately trained models). Dropout draws
 different masks per model (`randomness="different"`), as B separate jobs would.
 
-On the CPU, scaled-dot-product attention is limited to its math backend inside the fused forward: the
-CPU flash-attention kernel has no batching rule, and vmap would fall back to a Python loop over the
-models. On CUDA the flash, memory-efficient and cuDNN kernels have batching rules and stay available.
-Under autocast, amp.AutocastRepair restores the casts vmap's batching rules skip (see amp.py).
+Scaled-dot-product attention is limited to its math backend inside the fused forward: the CPU
+flash-attention kernel has no batching rule (vmap would fall back to a Python loop over the models),
+and on CUDA the memory-efficient kernel's backward fails on vmap's batched layout ("LSE is not correctly
+aligned", torch 2.11). fused_ops.FusedOps puts right the ops vmap's batching rules get wrong: batch norm
+(channels-last) and the casts of autocast (see fused_ops.py).
 
-Channels-last is not applied: the grouped convolution is laid out by vmap's batching rule.
+Channels-last (`channels_last=True`, for image models on a GPU): vmap's convolution rule merges the model
+dimension into the channels ([B, N, C, H, W] -> [N, B*C, H, W], weights [B, O, I, k, k] -> [B*O, I, k, k])
+and runs one grouped convolution. Laid out as usual, that is an NCHW grouped convolution, whose weight
+gradient cuDNN computes slowly (on an H100, at B=32, more than half of a fused ResNet-18 step), and every
+convolution converts its operands to NHWC and back. With channels_last, the stacked weights are stored
+as [B, O, k, k, I] and image inputs as [N, H, W, B, C] in memory, so the merged tensors are channels-last
+views: cuDNN runs NHWC grouped kernels, and their outputs stay channels-last through the network.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -32,8 +38,8 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .amp import autocast_repair
 from .errors import FusionError
+from .fused_ops import FusedOps
 
 
 def _state(model: nn.Module) -> dict[str, Tensor]:
@@ -109,13 +115,18 @@ def _load(skeleton: nn.Module, tensors: dict[str, Tensor]) -> nn.Module:
     return module
 
 
-@contextlib.contextmanager
-def _batchable_attention(device: torch.device) -> Iterator[None]:
-    if device.type == "cpu":
-        with sdpa_kernel([SDPBackend.MATH]):
-            yield
-    else:
-        yield
+def _channels_last_weight(t: Tensor) -> Tensor:
+    """Stacked conv weights [B, O, I, kh, kw] stored as [B, O, kh, kw, I]: each model's weight is
+    channels-last, and merging B into O (vmap's grouped convolution) is a channels-last view."""
+    return t.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
+
+
+def _channels_last_images(x: Tensor) -> Tensor:
+    """Stacked images [B, N, C, H, W] stored as [N, H, W, B, C] (a no-op if they already are): merging
+    B into C (vmap's grouped convolution) is a channels-last view of [N, B*C, H, W]."""
+    if x.permute(1, 3, 4, 0, 2).is_contiguous():
+        return x
+    return x.permute(1, 3, 4, 0, 2).contiguous().permute(3, 0, 4, 1, 2)
 
 
 class FusedArray(nn.Module):
@@ -124,7 +135,7 @@ class FusedArray(nn.Module):
     `stacked` holds the architecture with every parameter and buffer stacked to [B, ...]; it is a
     container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call."""
 
-    def __init__(self, models: Sequence[nn.Module]) -> None:
+    def __init__(self, models: Sequence[nn.Module], channels_last: bool = False) -> None:
         super().__init__()
         models = list(models)
         if not models:
@@ -141,6 +152,9 @@ class FusedArray(nn.Module):
         stacked = {
             name: torch.stack([state[name].detach() for state in states]) for name in _unique_names(models[0])
         }
+        self.channels_last = channels_last
+        if channels_last:
+            stacked = {n: _channels_last_weight(t) if t.dim() == 5 else t for n, t in stacked.items()}
         # the skeleton's copy keeps each submodule's training mode (a frozen batch norm stays in eval)
         self.stacked = _load(self._skeleton[0], stacked)
         self.training = models[0].training
@@ -153,11 +167,16 @@ class FusedArray(nn.Module):
             raise FusionError(
                 f"a fused array of {self.B} models takes input [B={self.B}, N, ...], got {tuple(x.shape)}"
             )
+        if self.channels_last and x.dim() == 5:
+            x = _channels_last_images(x)
         params = dict(self.stacked.named_parameters())
         buffers = dict(self.stacked.named_buffers())
-        repair = autocast_repair(x.device.type)
-        with _batchable_attention(x.device), repair if repair is not None else contextlib.nullcontext():
+        with sdpa_kernel([SDPBackend.MATH]), FusedOps(x.device.type):
             return vmap(self._forward_one, randomness="different")(params, buffers, x)
+
+    def arrange(self, x: Tensor) -> Tensor:
+        """`x` as the forward lays it out (channels-last images stored once, not at every step)."""
+        return _channels_last_images(x) if self.channels_last and x.dim() == 5 else x
 
     def unfuse(self) -> list[nn.Module]:
         """B independent models holding copies of the array's current weights and buffers (on the
@@ -173,7 +192,7 @@ class FusedArray(nn.Module):
         return models
 
     def extra_repr(self) -> str:
-        return f"B={self.B}"
+        return f"B={self.B}, channels_last={self.channels_last}"
 
 
 def fused_loss(logits: Tensor, targets: Tensor) -> Tensor:

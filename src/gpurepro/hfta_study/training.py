@@ -8,9 +8,9 @@ Tiny-ImageNet batches read once: data loading never limits the step rate), runs 
 synchronises the device, waits at the barrier of its fellow processes if it has any, then times `steps`
 steps between two device synchronisations. A step is forward, loss, backward and optimizer step (SGD with
 momentum by default), under autocast with a gradient scaler for fp16, autocast alone for bf16, in true
-FP32 (TF32 off) for fp32. A single ResNet-18 runs channels-last on CUDA; the fused array keeps the fusion
-library's layout (its weights are stacked to [B, ...], and vmap turns the B convolutions into one grouped
-convolution), which if anything favours the baselines.
+FP32 (TF32 off) for fp32. On CUDA, ResNet-18 runs channels-last in every mode: a single model as usual,
+the fused array with FusedArray's channels-last layout (the B convolutions become one NHWC grouped
+convolution; see gpurepro.hfta.fused).
 """
 
 from __future__ import annotations
@@ -270,13 +270,14 @@ def train_fused(settings: TrainSettings, count: int) -> UnitResult:
     for model in range(count):
         torch.manual_seed(seed_for(settings.seed, model))
         models.append(spec.make_model())
-    array = hfta.FusedArray(models).to(device)
+    array = hfta.FusedArray(models, channels_last=_channels_last(settings, device)).to(device)
     del models
     streams = [batch_stream(spec, settings, model, device) for model in range(count)]
     batches = []
     for _ in range(settings.data_batches):
         pairs = [next(stream) for stream in streams]
-        batches.append((torch.stack([x for x, _ in pairs]), torch.stack([y for _, y in pairs])))
+        images = array.arrange(torch.stack([x for x, _ in pairs]))  # channels-last once, not every step
+        batches.append((images, torch.stack([y for _, y in pairs])))
     optimizer = hfta.fused_optimizer(array, settings.optimizer, settings.lr, momentum=MOMENTUM)
     trainer = _Trainer(
         array, optimizer, lambda logits, y: hfta.fused_loss(logits, y).sum(), settings.precision, device.type
