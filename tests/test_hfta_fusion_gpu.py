@@ -1,0 +1,61 @@
+"""The HFTA fusion library on a CUDA GPU (skipped without one): the paths that only CUDA takes.
+
+On a GPU the study fuses ResNet-18 channels-last, batch norm runs CUDA's kernels under vmap, and fused
+attention must use a backend whose backward works on vmap's batched layout. Each of these once failed
+only on a GPU (an NYI is_contiguous query, an attention backward "LSE is not correctly aligned")."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gpurepro.hfta import FusedArray, fused_loss, fused_optimizer, workload
+from gpurepro.hfta.agreement import compare_training
+
+from .conftest import needs_gpu
+
+pytestmark = [pytest.mark.gpu, needs_gpu]
+
+SMALL = {
+    "resnet18": workload("resnet18", image_size=32, num_classes=10),
+    "transformer": workload("transformer", seq_len=32, vocab_size=1000),
+}
+
+
+@pytest.mark.parametrize("name", ["resnet18", "transformer"])
+def test_fused_training_matches_separate_training_on_the_gpu(name: str) -> None:
+    """float64 on CUDA, channels-last for the images: fused and separate training agree to rounding."""
+    agreement = compare_training(
+        SMALL[name], 3, "adamw", steps=2, batch=4, device="cuda", dtype=torch.float64,
+        channels_last=name == "resnet18",
+    )  # fmt: skip
+    assert agreement.failures() == []
+    assert agreement.counters_equal
+
+
+@pytest.mark.parametrize("name", ["resnet18", "transformer"])
+def test_amp_training_steps_on_the_gpu(name: str) -> None:
+    """fp16 autocast with a GradScaler, as the study trains: steps run, losses stay finite and fall on
+    a repeated batch, and channels-last weights keep their layout through the optimizer."""
+    spec = SMALL[name]
+    torch.manual_seed(0)
+    array = FusedArray([spec.make_model() for _ in range(4)], channels_last=name == "resnet18").cuda()
+    generator = torch.Generator().manual_seed(1)
+    pairs = [spec.make_batch(8, generator, "cuda") for _ in range(4)]
+    inputs = array.arrange(torch.stack([x for x, _ in pairs]))
+    targets = torch.stack([y for _, y in pairs])
+    optimizer = fused_optimizer(array, "sgd", 0.05, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    strides = {n: p.stride() for n, p in array.named_parameters()}
+    losses = []
+    for _ in range(5):
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = fused_loss(array(inputs), targets)
+        scaler.scale(loss.sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.detach().float().cpu())
+    assert all(torch.isfinite(step).all() for step in losses)
+    assert (losses[-1] < losses[0]).all()
+    assert {n: p.stride() for n, p in array.named_parameters()} == strides
