@@ -167,8 +167,7 @@ class FusedArray(nn.Module):
             raise FusionError(
                 f"a fused array of {self.B} models takes input [B={self.B}, N, ...], got {tuple(x.shape)}"
             )
-        if self.channels_last and x.dim() == 5:
-            x = _channels_last_images(x)
+        x = self.arrange(x)
         params = dict(self.stacked.named_parameters())
         buffers = dict(self.stacked.named_buffers())
         with sdpa_kernel([SDPBackend.MATH]), FusedOps(x.device.type):
