@@ -59,6 +59,12 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="build the arrays channels-last (FusedArray(channels_last=True), as the study on a GPU)",
     )
+    parser.add_argument(
+        "--strategy",
+        choices=["auto", "merged", "vmap"],
+        default="auto",
+        help="FusedArray strategy (default auto: merged for ResNet-18 and the MLP, vmap for the transformer)",
+    )
     parser.add_argument("--csv", help="also write the table to this CSV file")
     args = parser.parse_args()
     if args.steps < 1 or args.batch < 2 or min(args.B) < 1:
@@ -75,7 +81,7 @@ def main() -> int:
     dtype = DTYPES[args.dtype]
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"torch {torch.__version__} on {where}; {args.dtype}, TF32 off; {args.steps} steps, "
-          f"batch {args.batch} per model; channels-last {args.channels_last}; "
+          f"batch {args.batch} per model; channels-last {args.channels_last}; strategy {args.strategy}; "
           f"tolerance {TOLERANCES[dtype]}")  # fmt: skip
     rows = []
     for name in args.workloads:
@@ -88,7 +94,7 @@ def main() -> int:
                     spec, B, optimizer, steps=args.steps, batch=args.batch, device=device,
                     seed=args.seed, dtype=dtype,
                     float64_reference=args.float64_reference and dtype != torch.float64,
-                    channels_last=args.channels_last,
+                    channels_last=args.channels_last, strategy=args.strategy,
                 )  # fmt: skip
                 failures = agreement.failures()
                 rows.append({**agreement.row(), "within_tolerance": not failures,

@@ -26,6 +26,7 @@ from gpurepro.hfta import (
     workload,
 )
 from gpurepro.hfta.agreement import TOLERANCES, compare_training, difference
+from gpurepro.hfta.merged import MergedOps, why_not_merged
 
 # small sizes keep the suite quick: 16x16 images, 16 tokens from a 1000-word vocabulary
 SMALL = {
@@ -66,6 +67,8 @@ def stacked_batch(name: str, B: int, batch: int = 4, seed: int = 1) -> tuple[tor
 
 @pytest.mark.parametrize(("name", "optimizer", "B"), CASES)
 def test_fused_training_matches_separate_training(name: str, optimizer: str, B: int) -> None:
+    """ResNet-18 and the MLP run merged (the default where the architecture allows), the transformer
+    under vmap; the next test trains the first two under vmap too."""
     agreement = compare_training(SMALL[name], B, optimizer, steps=3, batch=4, dtype=torch.float64)
     assert agreement.failures() == []
     if name == "resnet18":  # batch norm's running statistics were compared, counters included
@@ -73,13 +76,63 @@ def test_fused_training_matches_separate_training(name: str, optimizer: str, B: 
         assert agreement.counters_equal
 
 
+@pytest.mark.parametrize(("name", "optimizer", "B"), [("resnet18", "adamw", 2), ("mlp", "sgd", 3)])
+def test_vmap_strategy_trains_the_same_models(name: str, optimizer: str, B: int) -> None:
+    agreement = compare_training(
+        SMALL[name], B, optimizer, steps=3, batch=4, dtype=torch.float64, strategy="vmap"
+    )
+    assert agreement.failures() == []
+
+
+def test_strategy_is_merged_where_the_architecture_allows() -> None:
+    assert FusedArray(models_of("resnet18", 2)).strategy == "merged"
+    assert FusedArray(models_of("mlp", 1)).strategy == "merged"
+    transformer = FusedArray(models_of("transformer", 2))
+    assert transformer.strategy == "vmap" and "strategy=vmap" in repr(transformer)
+    assert FusedArray(models_of("resnet18", 2), strategy="vmap").strategy == "vmap"
+    with pytest.raises(
+        FusionError, match=r"cannot run merged: the model \(EncoderClassifier\) has no merged form"
+    ):
+        FusedArray(models_of("transformer", 2), strategy="merged")
+    with pytest.raises(FusionError, match="strategy must be one of auto, merged, vmap; got 'fast'"):
+        FusedArray(models_of("mlp", 2), strategy="fast")
+    # layers of a listed kind whose settings would mix the models
+    reflect = [nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")) for _ in range(2)]
+    assert (
+        why_not_merged(reflect[0])
+        == "module '0' (Conv2d) has padding_mode='reflect' (only 'zeros' runs merged)"
+    )
+    assert FusedArray(reflect).strategy == "vmap"
+    assert "momentum=None" in why_not_merged(nn.Sequential(nn.BatchNorm1d(4, momentum=None)))
+    assert "flattening" in why_not_merged(nn.Sequential(nn.Flatten(0)))
+
+
+def test_merged_ops_refuse_what_could_mix_the_models() -> None:
+    """The merged forward's op table is closed: an op that is not in it is named, not run."""
+    x, weight, row = torch.randn(4, 6, 5), torch.randn(2, 3, 3), torch.ones(5)
+    with MergedOps(2):
+        assert torch.relu(x).shape == x.shape and x.shape == (4, 6, 5)  # per element, attribute reads
+        with pytest.raises(FusionError, match="mean has no merged form"):
+            x.mean(dim=1)
+        with pytest.raises(
+            FusionError, match=r"a merged linear layer takes \[N, B\*features\], got \(4, 6, 5\)"
+        ):
+            nn.functional.linear(x, weight)
+        with pytest.raises(FusionError, match=r"one shape, got \(4, 6, 5\) and \(5,\)"):
+            x.add_(row)
+        with pytest.raises(FusionError, match="flattens dims 1 to the last, not 0 to -1"):
+            torch.flatten(x)
+
+
 def test_channels_last_layout_trains_the_same_models() -> None:
     """channels_last=True stores each model's conv weights channels-last and images as [N, H, W, B, C],
     so vmap's merged grouped convolution works on channels-last views; training is unchanged."""
-    agreement = compare_training(
-        SMALL["resnet18"], 3, "sgd", steps=3, batch=4, dtype=torch.float64, channels_last=True
-    )
-    assert agreement.failures() == []
+    for strategy in ("merged", "vmap"):
+        agreement = compare_training(
+            SMALL["resnet18"], 3, "sgd", steps=3, batch=4, dtype=torch.float64, channels_last=True,
+            strategy=strategy,
+        )  # fmt: skip
+        assert agreement.failures() == []
     array = FusedArray(models_of("resnet18", 2), channels_last=True)
     weight = array.stacked.conv1.weight
     assert weight[0].is_contiguous(memory_format=torch.channels_last)
@@ -128,7 +181,7 @@ def test_a_wrong_learning_rate_is_caught() -> None:
 def test_fusion_batches_without_vmap_fallback(name: str, channels_last: bool) -> None:
     """Every op of the fused forward and backward has a batching rule: vmap never loops over models
     (it warns 'There is a performance drop' when it does), in training and in evaluation."""
-    array = FusedArray(models_of(name, 2), channels_last=channels_last)
+    array = FusedArray(models_of(name, 2), channels_last=channels_last, strategy="vmap")
     inputs, targets = stacked_batch(name, 2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

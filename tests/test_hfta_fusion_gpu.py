@@ -22,24 +22,29 @@ SMALL = {
 }
 
 
-@pytest.mark.parametrize("name", ["resnet18", "transformer"])
-def test_fused_training_matches_separate_training_on_the_gpu(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "strategy"), [("resnet18", "merged"), ("resnet18", "vmap"), ("transformer", "vmap")]
+)
+def test_fused_training_matches_separate_training_on_the_gpu(name: str, strategy: str) -> None:
     """float64 on CUDA, channels-last for the images: fused and separate training agree to rounding."""
     agreement = compare_training(
         SMALL[name], 3, "adamw", steps=2, batch=4, device="cuda", dtype=torch.float64,
-        channels_last=name == "resnet18",
+        channels_last=name == "resnet18", strategy=strategy,
     )  # fmt: skip
     assert agreement.failures() == []
     assert agreement.counters_equal
 
 
-@pytest.mark.parametrize("name", ["resnet18", "transformer"])
-def test_amp_training_steps_on_the_gpu(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "strategy"), [("resnet18", "merged"), ("resnet18", "vmap"), ("transformer", "vmap")]
+)
+def test_amp_training_steps_on_the_gpu(name: str, strategy: str) -> None:
     """fp16 autocast with a GradScaler, as the study trains: steps run, losses stay finite and fall on
     a repeated batch, and channels-last weights keep their layout through the optimizer."""
     spec = SMALL[name]
     torch.manual_seed(0)
-    array = FusedArray([spec.make_model() for _ in range(4)], channels_last=name == "resnet18").cuda()
+    models = [spec.make_model() for _ in range(4)]
+    array = FusedArray(models, channels_last=name == "resnet18", strategy=strategy).cuda()
     generator = torch.Generator().manual_seed(1)
     pairs = [spec.make_batch(8, generator, "cuda") for _ in range(4)]
     inputs = array.arrange(torch.stack([x for x, _ in pairs]))

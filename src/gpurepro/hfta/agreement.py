@@ -254,6 +254,7 @@ def compare_training(
     dtype: torch.dtype = torch.float32,
     float64_reference: bool = False,
     channels_last: bool = False,
+    strategy: str = "auto",
 ) -> Agreement:
     """Train B models of `spec` separately and fused for `steps` steps and compare them (see above).
     `lr` and `weight_decay` default to default_hyperparameters(optimizer, B).
@@ -261,7 +262,8 @@ def compare_training(
     With `float64_reference`, the separate training is run once more in float64 and the run's own
     separate training compared with it: the error `dtype` itself makes, the yardstick for the fused
     run's difference (if fusing adds no error, fused-vs-separate is of the order of this).
-    `channels_last` builds the array with FusedArray's channels-last layout (image workloads)."""
+    `channels_last` and `strategy` are FusedArray's (the channels-last layout of image workloads; merged
+    or vmap)."""
     default_lrs, default_decays = default_hyperparameters(optimizer, B)
     lrs = per_model("lr", default_lrs if lr is None else lr, B)
     decays = per_model("weight_decay", default_decays if weight_decay is None else weight_decay, B)
@@ -276,7 +278,9 @@ def compare_training(
 
     with float32_matmuls():
         separate, separate_losses = _train_separately(initial, batches, optimizer, lrs, decays, device, dtype)
-        array = FusedArray(initial, channels_last=channels_last).to(device=device, dtype=dtype)
+        array = FusedArray(initial, channels_last=channels_last, strategy=strategy).to(
+            device=device, dtype=dtype
+        )
         fused_opt = fused_optimizer(
             array, optimizer, lrs, momentum=MOMENTUM, weight_decay=decays, betas=(0.9, 0.999), eps=1e-8
         )

@@ -1,25 +1,34 @@
 """B models of one architecture fused into one array that trains them at once (HFTA, MLSys'21).
 
-How: torch.func. Each parameter and buffer of the B models is stacked into one tensor with a leading
-model dimension ([B, ...]); the forward runs the architecture once under `vmap` over that dimension
-with `functional_call`, so vmap's batching rules do HFTA's fusion: a convolution becomes one grouped
-convolution (groups = B x groups), a linear layer one batched matmul, an embedding one lookup in the
-stacked table, batch norm one normalisation over B x C channels.
+Each parameter and buffer of the B models is stacked into one tensor with a leading model dimension
+([B, ...]). The forward runs the architecture once for all B models, by one of two strategies:
+
+- `merged` (merged.py), HFTA's own: the models' activations are one tensor with their channels side by
+  side, [N, B*C, ...], and the architecture's forward runs on it with each op in its merged form (a
+  convolution one grouped convolution, batch norm one batch norm over B*C channels, a linear layer one
+  batched matmul). Fast, but only for architectures made of the layers merged.py lists (ResNets, MLPs).
+- `vmap`: torch.func. The forward runs under `vmap` over the model dimension with `functional_call`, so
+  vmap's batching rules do the fusion: a convolution becomes one grouped convolution (groups = B x
+  groups), a linear layer one batched matmul, an embedding one lookup in the stacked table, batch norm
+  one normalisation over B x C channels. Any architecture whose ops vmap can batch (the transformer).
+
+`strategy="auto"` (the default) takes merged where the architecture allows, vmap elsewhere. Both train
+the same models (tests/test_hfta_fusion.py checks each against separately trained models).
 
 Per-model state stays per model: batch norm's running_mean / running_var / num_batches_tracked are
-stacked buffers that the batch-norm batching rule updates in place, each model's slice from its own
-batch (tests/test_hfta_fusion.py checks them against separately trained models). Dropout draws
-different masks per model (`randomness="different"`), as B separate jobs would.
+stacked buffers that batch norm updates in place, each model's slice from its own batch. Dropout draws
+different masks per model (vmap's `randomness="different"`; merged, a mask per element), as B separate
+jobs would.
 
-Scaled-dot-product attention is limited to its math backend inside the fused forward: the CPU
+Under vmap, scaled-dot-product attention is limited to its math backend: the CPU
 flash-attention kernel has no batching rule (vmap would fall back to a Python loop over the models),
 and on CUDA the memory-efficient kernel's backward fails on vmap's batched layout ("LSE is not correctly
 aligned", torch 2.11). fused_ops.FusedOps puts right the ops vmap's batching rules get wrong: batch norm
 (channels-last) and the casts of autocast (see fused_ops.py).
 
-Channels-last (`channels_last=True`, for image models on a GPU): vmap's convolution rule merges the model
+Channels-last (`channels_last=True`, for image models on a GPU): both strategies merge the model
 dimension into the channels ([B, N, C, H, W] -> [N, B*C, H, W], weights [B, O, I, k, k] -> [B*O, I, k, k])
-and runs one grouped convolution. Laid out as usual, that is an NCHW grouped convolution, whose weight
+and run one grouped convolution. Laid out as usual, that is an NCHW grouped convolution, whose weight
 gradient cuDNN computes slowly (on an H100, at B=32, more than half of a fused ResNet-18 step), and every
 convolution converts its operands to NHWC and back. With channels_last, the stacked weights are stored
 as [B, O, k, k, I] and image inputs as [N, H, W, B, C] in memory, so the merged tensors are channels-last
@@ -40,6 +49,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .errors import FusionError
 from .fused_ops import FusedOps
+from .merged import MergedOps, merge_models, split_models, why_not_merged
+
+STRATEGIES = ("auto", "merged", "vmap")
 
 
 def _state(model: nn.Module) -> dict[str, Tensor]:
@@ -129,13 +141,28 @@ def _channels_last_images(x: Tensor) -> Tensor:
     return x.permute(1, 3, 4, 0, 2).contiguous().permute(3, 0, 4, 1, 2)
 
 
+def _strategy(asked: str, model: nn.Module) -> str:
+    """The strategy an array of `model`s runs: `merged` where the architecture allows, else `vmap`."""
+    if asked not in STRATEGIES:
+        raise FusionError(f"strategy must be one of {', '.join(STRATEGIES)}; got {asked!r}")
+    reason = why_not_merged(model)
+    if asked == "merged" and reason:
+        raise FusionError(f"cannot run merged: {reason}")
+    if asked == "auto":
+        return "vmap" if reason else "merged"
+    return asked
+
+
 class FusedArray(nn.Module):
     """B models of one architecture as one module: input [B, N, *sample], logits [B, N, classes].
 
     `stacked` holds the architecture with every parameter and buffer stacked to [B, ...]; it is a
-    container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call."""
+    container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call.
+    `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run."""
 
-    def __init__(self, models: Sequence[nn.Module], channels_last: bool = False) -> None:
+    def __init__(
+        self, models: Sequence[nn.Module], channels_last: bool = False, strategy: str = "auto"
+    ) -> None:
         super().__init__()
         models = list(models)
         if not models:
@@ -146,6 +173,7 @@ class FusedArray(nn.Module):
             raise FusionError(f"cannot fuse: item {bad[0]} is a {kind}, not a module")
         check_same_architecture(models)
         self.B = len(models)
+        self.strategy = _strategy(strategy, models[0])
         # the architecture without storage: unfuse() fills copies of it, one per model
         self._skeleton = (copy.deepcopy(models[0]).to("meta"),)  # a tuple: not a registered submodule
         states = [_state(m) for m in models]
@@ -168,6 +196,11 @@ class FusedArray(nn.Module):
                 f"a fused array of {self.B} models takes input [B={self.B}, N, ...], got {tuple(x.shape)}"
             )
         x = self.arrange(x)
+        if self.strategy == "merged":
+            merged = merge_models(x)
+            with MergedOps(self.B):
+                y = self.stacked(merged)
+            return split_models(y, self.B)
         params = dict(self.stacked.named_parameters())
         buffers = dict(self.stacked.named_buffers())
         with sdpa_kernel([SDPBackend.MATH]), FusedOps(x.device.type):
@@ -191,7 +224,7 @@ class FusedArray(nn.Module):
         return models
 
     def extra_repr(self) -> str:
-        return f"B={self.B}, channels_last={self.channels_last}"
+        return f"B={self.B}, channels_last={self.channels_last}, strategy={self.strategy}"
 
 
 def fused_loss(logits: Tensor, targets: Tensor) -> Tensor:

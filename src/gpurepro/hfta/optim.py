@@ -150,7 +150,7 @@ class FusedSGD(_FusedOptimizer):
                 torch._foreach_add_(running, running_grads, alpha=1 - group["dampening"])
             grads = torch._foreach_add(grads, buffers, alpha=momentum) if group["nesterov"] else buffers
         lr = self._views(self._values(group, "lr", params[0]), params)
-        torch._foreach_sub_(params, torch._foreach_mul(grads, lr))
+        torch._foreach_addcmul_(params, grads, lr, value=-1.0)  # p -= lr * g, in one pass
 
 
 class FusedAdamW(_FusedOptimizer):

@@ -90,13 +90,17 @@ def seed_for(seed: int, model: int) -> int:
 
 def prepare_process(settings: TrainSettings) -> torch.device:
     """Per-process state: TF32 off (fp32 is true FP32; autocast's FP32 ops stay FP32 too), CPU threads,
-    the current CUDA device."""
+    the current CUDA device, and cuDNN's benchmark mode in every mode alike: the first (warm-up) step
+    times cuDNN's convolution algorithms for each shape and keeps the fastest. A fused array's grouped
+    convolutions gain most: on an H100, a fused ResNet-18 step at B=32 took 46.0 ms without it and
+    40.8 ms with it (hand-fused modules, the merged strategy's ops)."""
     set_matmul_precision(settings.precision)
     if settings.threads:
         torch.set_num_threads(settings.threads)
     device = torch.device(settings.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
+        torch.backends.cudnn.benchmark = True
     return device
 
 
