@@ -145,12 +145,12 @@ def _strategy(asked: str, model: nn.Module) -> str:
     """The strategy an array of `model`s runs: `merged` where the architecture allows, else `vmap`."""
     if asked not in STRATEGIES:
         raise FusionError(f"strategy must be one of {', '.join(STRATEGIES)}; got {asked!r}")
+    if asked == "vmap":
+        return asked
     reason = why_not_merged(model)
-    if asked == "merged" and reason:
+    if reason and asked == "merged":
         raise FusionError(f"cannot run merged: {reason}")
-    if asked == "auto":
-        return "vmap" if reason else "merged"
-    return asked
+    return "vmap" if reason else "merged"
 
 
 class FusedArray(nn.Module):
