@@ -65,6 +65,13 @@ def parse_args() -> argparse.Namespace:
         default="auto",
         help="FusedArray strategy (default auto: merged for ResNet-18 and the MLP, vmap for the transformer)",
     )
+    parser.add_argument(
+        "--conv-form",
+        choices=["auto", "grouped", "matmul"],
+        default="auto",
+        help="how merged arrays run 2-D convolutions (default auto: the faster, timed on a GPU in cuDNN "
+        "benchmark mode; grouped elsewhere)",
+    )
     parser.add_argument("--csv", help="also write the table to this CSV file")
     args = parser.parse_args()
     if args.steps < 1 or args.batch < 2 or min(args.B) < 1:
@@ -82,6 +89,7 @@ def main() -> int:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"torch {torch.__version__} on {where}; {args.dtype}, TF32 off; {args.steps} steps, "
           f"batch {args.batch} per model; channels-last {args.channels_last}; strategy {args.strategy}; "
+          f"conv form {args.conv_form}; "
           f"tolerance {TOLERANCES[dtype]}")  # fmt: skip
     rows = []
     for name in args.workloads:
@@ -94,7 +102,7 @@ def main() -> int:
                     spec, B, optimizer, steps=args.steps, batch=args.batch, device=device,
                     seed=args.seed, dtype=dtype,
                     float64_reference=args.float64_reference and dtype != torch.float64,
-                    channels_last=args.channels_last, strategy=args.strategy,
+                    channels_last=args.channels_last, strategy=args.strategy, conv_form=args.conv_form,
                 )  # fmt: skip
                 failures = agreement.failures()
                 rows.append({**agreement.row(), "within_tolerance": not failures,

@@ -23,13 +23,21 @@ SMALL = {
 
 
 @pytest.mark.parametrize(
-    ("name", "strategy"), [("resnet18", "merged"), ("resnet18", "vmap"), ("transformer", "vmap")]
+    ("name", "strategy", "conv_form"),
+    [
+        ("resnet18", "merged", "grouped"),
+        ("resnet18", "merged", "matmul"),
+        ("resnet18", "vmap", "auto"),
+        ("transformer", "vmap", "auto"),
+    ],
 )
-def test_fused_training_matches_separate_training_on_the_gpu(name: str, strategy: str) -> None:
+def test_fused_training_matches_separate_training_on_the_gpu(
+    name: str, strategy: str, conv_form: str
+) -> None:
     """float64 on CUDA, channels-last for the images: fused and separate training agree to rounding."""
     agreement = compare_training(
         SMALL[name], 3, "adamw", steps=2, batch=4, device="cuda", dtype=torch.float64,
-        channels_last=name == "resnet18", strategy=strategy,
+        channels_last=name == "resnet18", strategy=strategy, conv_form=conv_form,
     )  # fmt: skip
     assert agreement.failures() == []
     assert agreement.counters_equal
@@ -64,3 +72,31 @@ def test_amp_training_steps_on_the_gpu(name: str, strategy: str) -> None:
     assert all(torch.isfinite(step).all() for step in losses)
     assert (losses[-1] < losses[0]).all()
     assert {n: p.stride() for n, p in array.named_parameters()} == strides
+
+
+def test_auto_conv_form_times_both_forms_in_cudnn_benchmark_mode() -> None:
+    """With cuDNN's benchmark mode on, each convolution shape is timed in both forms once and the
+    faster kept; the array computes what the grouped convolutions compute."""
+    spec = workload("resnet18", image_size=64, num_classes=10)
+    torch.manual_seed(0)
+    models = [spec.make_model() for _ in range(4)]
+    inputs = torch.randn(4, 8, 3, 64, 64, device="cuda")
+    outputs = {}
+    benchmark = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        for form in ("auto", "grouped"):
+            array = FusedArray(models, channels_last=True, conv_form=form).cuda()
+            with torch.autocast("cuda", dtype=torch.float16):
+                outputs[form] = array(array.arrange(inputs)).float()
+            outputs[form].sum().backward()
+            if form == "auto":
+                chosen = dict(array.conv_forms.chosen)
+                with torch.autocast("cuda", dtype=torch.float16):
+                    array(array.arrange(inputs))  # the second forward times nothing more
+                assert array.conv_forms.chosen == chosen
+    finally:
+        torch.backends.cudnn.benchmark = benchmark
+    # one entry per distinct convolution shape of ResNet-18 (stem, 3x3 and strided 3x3 per stage, shortcuts)
+    assert len(chosen) >= 11 and set(chosen.values()) <= {"grouped", "matmul"}
+    torch.testing.assert_close(outputs["auto"], outputs["grouped"], atol=2e-2, rtol=2e-2)

@@ -255,6 +255,7 @@ def compare_training(
     float64_reference: bool = False,
     channels_last: bool = False,
     strategy: str = "auto",
+    conv_form: str = "auto",
 ) -> Agreement:
     """Train B models of `spec` separately and fused for `steps` steps and compare them (see above).
     `lr` and `weight_decay` default to default_hyperparameters(optimizer, B).
@@ -262,8 +263,8 @@ def compare_training(
     With `float64_reference`, the separate training is run once more in float64 and the run's own
     separate training compared with it: the error `dtype` itself makes, the yardstick for the fused
     run's difference (if fusing adds no error, fused-vs-separate is of the order of this).
-    `channels_last` and `strategy` are FusedArray's (the channels-last layout of image workloads; merged
-    or vmap)."""
+    `channels_last`, `strategy` and `conv_form` are FusedArray's (the channels-last layout of image
+    workloads; merged or vmap; grouped or matmul convolutions)."""
     default_lrs, default_decays = default_hyperparameters(optimizer, B)
     lrs = per_model("lr", default_lrs if lr is None else lr, B)
     decays = per_model("weight_decay", default_decays if weight_decay is None else weight_decay, B)
@@ -278,7 +279,7 @@ def compare_training(
 
     with float32_matmuls():
         separate, separate_losses = _train_separately(initial, batches, optimizer, lrs, decays, device, dtype)
-        array = FusedArray(initial, channels_last=channels_last, strategy=strategy).to(
+        array = FusedArray(initial, channels_last=channels_last, strategy=strategy, conv_form=conv_form).to(
             device=device, dtype=dtype
         )
         fused_opt = fused_optimizer(

@@ -47,6 +47,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from .conv_matmul import ConvForms
 from .errors import FusionError
 from .fused_ops import FusedOps
 from .merged import MergedOps, merge_models, split_models, why_not_merged
@@ -158,10 +159,16 @@ class FusedArray(nn.Module):
 
     `stacked` holds the architecture with every parameter and buffer stacked to [B, ...]; it is a
     container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call.
-    `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run."""
+    `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run.
+    `conv_form`: how the merged strategy runs 2-D convolutions, "auto", "grouped" or "matmul" (see
+    conv_matmul.ConvForms); `self.conv_forms` records what "auto" chose for each shape."""
 
     def __init__(
-        self, models: Sequence[nn.Module], channels_last: bool = False, strategy: str = "auto"
+        self,
+        models: Sequence[nn.Module],
+        channels_last: bool = False,
+        strategy: str = "auto",
+        conv_form: str = "auto",
     ) -> None:
         super().__init__()
         models = list(models)
@@ -174,6 +181,9 @@ class FusedArray(nn.Module):
         check_same_architecture(models)
         self.B = len(models)
         self.strategy = _strategy(strategy, models[0])
+        self.conv_forms = ConvForms(conv_form)
+        if conv_form != "auto" and self.strategy != "merged":
+            raise FusionError(f"conv_form={conv_form!r} applies to the merged strategy; this array runs vmap")
         # the architecture without storage: unfuse() fills copies of it, one per model
         self._skeleton = (copy.deepcopy(models[0]).to("meta"),)  # a tuple: not a registered submodule
         states = [_state(m) for m in models]
@@ -198,7 +208,7 @@ class FusedArray(nn.Module):
         x = self.arrange(x)
         if self.strategy == "merged":
             merged = merge_models(x)
-            with MergedOps(self.B):
+            with MergedOps(self.B, self.conv_forms):
                 y = self.stacked(merged)
             return split_models(y, self.B)
         params = dict(self.stacked.named_parameters())

@@ -6,7 +6,8 @@ architecture's own forward runs on them, not under vmap, inside `MergedOps`: a t
 gives each op its merged form.
 
 - convolution: one grouped convolution with B times the groups (each model's convolution is its own
-  groups), weight [B*O, I, *kernel];
+  groups), weight [B*O, I, *kernel]; a 2-D one may instead run as one batched matmul where that is
+  faster (conv_matmul.py);
 - batch norm: one batch norm over B*C channels, its weight, bias and running statistics the stacked
   per-model ones viewed as [B*C], so each model's statistics are updated in place from its own batch;
 - linear: one batched matmul, the input [N, B*in] viewed as [B, N, in];
@@ -36,6 +37,7 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
+from .conv_matmul import ConvForms
 from .errors import FusionError
 
 # Containers whose forward calls only their submodules, elementwise additions and torch.flatten(x, 1).
@@ -100,7 +102,7 @@ def _per_model(t: Tensor | None) -> Tensor | None:
 
 
 def _convolution(
-    B: int,
+    ops: MergedOps,
     conv: Callable,
     input: Tensor,
     weight: Tensor,
@@ -110,10 +112,13 @@ def _convolution(
     dilation: Any = 1,
     groups: int = 1,
 ) -> Tensor:
-    return conv(input, _per_model(weight), _per_model(bias), stride, padding, dilation, groups * B)
+    weight, bias = _per_model(weight), _per_model(bias)
+    if conv is F.conv2d:  # cuDNN's grouped convolution or a batched matmul, whichever is faster
+        return ops.conv_forms.conv2d(conv, ops.B, input, weight, bias, stride, padding, dilation, groups)
+    return conv(input, weight, bias, stride, padding, dilation, groups * ops.B)
 
 
-def _batch_norm(B: int, batch_norm: Callable, input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+def _batch_norm(ops: MergedOps, batch_norm: Callable, input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """F.batch_norm on the merged input, every other tensor (running statistics, weight, bias) stacked
     per model and viewed as [B*C]."""
     args = tuple(_per_model(a) if isinstance(a, Tensor) else a for a in args)
@@ -121,16 +126,20 @@ def _batch_norm(B: int, batch_norm: Callable, input: Tensor, *args: Any, **kwarg
     return batch_norm(input, *args, **kwargs)
 
 
-def _linear(B: int, linear: Callable, input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+def _linear(
+    ops: MergedOps, linear: Callable, input: Tensor, weight: Tensor, bias: Tensor | None = None
+) -> Tensor:
     if input.dim() != 2:
         raise FusionError(f"a merged linear layer takes [N, B*features], got {tuple(input.shape)}")
-    x = input.reshape(input.shape[0], B, -1).transpose(0, 1)  # [B, N, in]
+    x = input.reshape(input.shape[0], ops.B, -1).transpose(0, 1)  # [B, N, in]
     w = weight.transpose(1, 2)  # [B, in, out]
     out = torch.bmm(x, w) if bias is None else torch.baddbmm(bias.unsqueeze(1), x, w)
     return out.transpose(0, 1).reshape(input.shape[0], -1)  # [N, B*out]
 
 
-def _elementwise_add(B: int, add: Callable, input: Tensor, other: Any, *args: Any, **kwargs: Any) -> Tensor:
+def _elementwise_add(
+    ops: MergedOps, add: Callable, input: Tensor, other: Any, *args: Any, **kwargs: Any
+) -> Tensor:
     if isinstance(other, Tensor) and other.dim() > 0 and other.shape != input.shape:
         raise FusionError(
             f"a merged addition takes tensors of one shape, got {tuple(input.shape)} and {tuple(other.shape)}"
@@ -138,13 +147,15 @@ def _elementwise_add(B: int, add: Callable, input: Tensor, other: Any, *args: An
     return add(input, other, *args, **kwargs)
 
 
-def _flatten(B: int, flatten: Callable, input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def _flatten(
+    ops: MergedOps, flatten: Callable, input: Tensor, start_dim: int = 0, end_dim: int = -1
+) -> Tensor:
     if start_dim != 1 or end_dim not in (-1, input.dim() - 1):
         raise FusionError(f"a merged flatten flattens dims 1 to the last, not {start_dim} to {end_dim}")
     return flatten(input, start_dim, end_dim)
 
 
-def _as_is(B: int, func: Callable, *args: Any, **kwargs: Any) -> Any:
+def _as_is(ops: MergedOps, func: Callable, *args: Any, **kwargs: Any) -> Any:
     return func(*args, **kwargs)
 
 
@@ -181,9 +192,10 @@ HANDLERS: dict[Callable, Callable] = {
 class MergedOps(TorchFunctionMode):
     """Each op of a forward in its merged form for B models (see the module docstring)."""
 
-    def __init__(self, B: int) -> None:
+    def __init__(self, B: int, conv_forms: ConvForms | None = None) -> None:
         super().__init__()
         self.B = B
+        self.conv_forms = conv_forms or ConvForms()
 
     def __torch_function__(
         self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None
@@ -194,4 +206,4 @@ class MergedOps(TorchFunctionMode):
         if handler is None:
             name = getattr(func, "__qualname__", repr(func))
             raise FusionError(f"{name} has no merged form (build the array with strategy='vmap')")
-        return handler(self.B, func, *args, **(kwargs or {}))
+        return handler(self, func, *args, **(kwargs or {}))

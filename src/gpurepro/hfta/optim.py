@@ -1,8 +1,13 @@
 """Fused optimizers: one step updates all B models of a FusedArray, each with its own hyperparameters.
 
-Every parameter of the array is stacked [B, ...], so an optimizer step is a handful of foreach ops over
-the array's parameters, never a loop over the models. Per-model hyperparameters (learning rate, weight
-decay) are [B] tensors viewed as [B, 1, ..., 1] and broadcast against each stacked parameter.
+Every parameter of the array is stacked [B, ...], so an optimizer step never loops over the models'
+parameters one by one. SGD is torch's fused SGD kernel (the one behind torch.optim.SGD(fused=True)):
+one pass over parameters, gradients and momentum buffers, called once for all models that share a
+learning rate and weight decay (once in all when they all do) on those models' slices. On an H100, a
+fused ResNet-18 array of B=32 (374M parameters) took 4.5 ms a step with foreach ops (a multiply and an
+addition on the momentum buffers, then the update), as many passes as there are ops. AdamW is foreach
+ops, its per-model hyperparameters (learning rate, weight decay) [B] tensors viewed as [B, 1, ..., 1]
+and broadcast against each stacked parameter.
 
 The update rules are torch.optim's (SGD: weight decay added to the gradient, momentum buffer started
 from the first gradient, dampening, Nesterov; AdamW: decoupled weight decay, bias-corrected moments,
@@ -14,9 +19,9 @@ step, skipping a step on inf/NaN) work as with torch's own. A GradScaler has one
 step with an overflow in any model is skipped for all B (as it would be for one model with B times the
 parameters).
 
-The per-model values live in the parameter group as tuples of B floats ("lr", "weight_decay"); their
-device copies are made once (a host-to-device copy would make the host wait for the GPU every step) and
-again only when the group's values change.
+The per-model values live in the parameter group as tuples of B floats ("lr", "weight_decay"). AdamW's
+device copies of them are made once (a host-to-device copy would make the host wait for the GPU every
+step) and again only when the group's values change.
 """
 
 from __future__ import annotations
@@ -131,26 +136,55 @@ class FusedSGD(_FusedOptimizer):
         super().__init__(params, B, defaults)
 
     def _update(self, group: dict, params: list[Tensor], grads: list[Tensor]) -> None:
-        if any(per_model("weight_decay", group["weight_decay"], self.B)):
-            decay = self._views(self._values(group, "weight_decay", params[0]), params)
-            grads = torch._foreach_add(grads, torch._foreach_mul(params, decay))
         momentum = group["momentum"]
-        if momentum != 0:
-            buffers, running, running_grads = [], [], []
-            for p, g in zip(params, grads, strict=True):
-                state = self.state[p]
-                if "momentum_buffer" in state:
-                    running.append(state["momentum_buffer"])
-                    running_grads.append(g)
-                else:  # as torch.optim.SGD: the buffer starts at the first gradient
-                    state["momentum_buffer"] = g.detach().clone()
-                buffers.append(state["momentum_buffer"])
-            if running:
-                torch._foreach_mul_(running, momentum)
-                torch._foreach_add_(running, running_grads, alpha=1 - group["dampening"])
-            grads = torch._foreach_add(grads, buffers, alpha=momentum) if group["nesterov"] else buffers
-        lr = self._views(self._values(group, "lr", params[0]), params)
-        torch._foreach_addcmul_(params, grads, lr, value=-1.0)  # p -= lr * g, in one pass
+        starting, running = [], []  # parameters without a momentum buffer yet, and with one
+        for p in params:
+            state = self.state[p]
+            if momentum != 0 and "momentum_buffer" not in state:
+                state["momentum_buffer"] = torch.empty_like(p)  # the kernel starts it at the gradient
+                starting.append(p)
+            else:
+                running.append(p)
+        lrs = per_model("lr", group["lr"], self.B)
+        decays = per_model("weight_decay", group["weight_decay"], self.B)
+        for subset, first_step in ((starting, True), (running, False)):
+            for (lr, decay), models in _models_sharing(lrs, decays).items():
+                for ps in _by_device_and_dtype(subset).values():
+                    take = _model_slices(models, self.B)
+                    torch._fused_sgd_(
+                        take(ps),
+                        take([p.grad for p in ps]),
+                        take([self.state[p]["momentum_buffer"] for p in ps]) if momentum != 0 else [],
+                        weight_decay=decay,
+                        momentum=momentum,
+                        lr=lr,
+                        dampening=group["dampening"],
+                        nesterov=group["nesterov"],
+                        maximize=False,
+                        is_first_step=first_step,
+                    )
+
+
+def _models_sharing(lrs: Sequence[float], decays: Sequence[float]) -> dict[tuple[float, float], list[int]]:
+    """The models grouped by their (lr, weight decay): one kernel call updates each group."""
+    groups: dict[tuple[float, float], list[int]] = {}
+    for b, values in enumerate(zip(lrs, decays, strict=True)):
+        groups.setdefault(values, []).append(b)
+    return groups
+
+
+def _by_device_and_dtype(params: list[Tensor]) -> dict[tuple, list[Tensor]]:
+    groups: dict[tuple, list[Tensor]] = {}
+    for p in params:
+        groups.setdefault((p.device, p.dtype), []).append(p)
+    return groups
+
+
+def _model_slices(models: list[int], B: int) -> Callable[[list[Tensor]], list[Tensor]]:
+    """Stacked tensors as they are when `models` are all B, else their slices t[b] for those models."""
+    if models == list(range(B)):
+        return lambda tensors: tensors
+    return lambda tensors: [t[b] for b in models for t in tensors]
 
 
 class FusedAdamW(_FusedOptimizer):
