@@ -30,6 +30,8 @@ import torch
 
 from gpurepro.hfta import OPTIMIZERS, WORKLOAD_NAMES, workload
 from gpurepro.hfta.agreement import TOLERANCES, compare_training
+from gpurepro.hfta.conv_matmul import CONV_FORMS
+from gpurepro.hfta.fused import STRATEGIES
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -61,13 +63,13 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--strategy",
-        choices=["auto", "merged", "vmap"],
+        choices=STRATEGIES,
         default="auto",
         help="FusedArray strategy (default auto: merged for ResNet-18 and the MLP, vmap for the transformer)",
     )
     parser.add_argument(
         "--conv-form",
-        choices=["auto", "grouped", "matmul"],
+        choices=CONV_FORMS,
         default="auto",
         help="how merged arrays run 2-D convolutions (default auto: the faster, timed on a GPU in cuDNN "
         "benchmark mode; grouped elsewhere)",

@@ -154,32 +154,26 @@ def _fwd_bwd_ms(
     run: Callable[[Tensor, Tensor, Tensor | None], Tensor], x: Tensor, weight: Tensor, bias: Tensor | None
 ) -> float:
     """Mean milliseconds of forward and backward of `run` on random tensors shaped and laid out as the
-    real ones (after one untimed call: cuDNN benchmarks its algorithms there)."""
+    real ones (after one untimed call: cuDNN benchmarks its algorithms there); infinity for a form that
+    does not fit in the GPU's memory beside the model."""
     inputs = [
         None if t is None else torch.randn_like(t).requires_grad_(t.requires_grad) for t in (x, weight, bias)
     ]
-    with torch.enable_grad():
-        out = run(*inputs)
-        grad = torch.randn_like(out)
-        out.backward(grad)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(_TIMED_REPEATS):
-            run(*inputs).backward(grad)
-        end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / _TIMED_REPEATS
-
-
-def _fwd_bwd_ms_or_inf(
-    run: Callable[[Tensor, Tensor, Tensor | None], Tensor], x: Tensor, weight: Tensor, bias: Tensor | None
-) -> float:
-    """_fwd_bwd_ms, or infinity for a form that does not fit in the GPU's memory beside the model."""
     try:
-        return _fwd_bwd_ms(run, x, weight, bias)
+        with torch.enable_grad():
+            out = run(*inputs)
+            grad = torch.randn_like(out)
+            out.backward(grad)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(_TIMED_REPEATS):
+                run(*inputs).backward(grad)
+            end.record()
+        end.synchronize()
     except torch.OutOfMemoryError:
         torch.cuda.empty_cache()
         return math.inf
+    return start.elapsed_time(end) / _TIMED_REPEATS
 
 
 class ConvForms:
@@ -221,7 +215,7 @@ class ConvForms:
             tuple(weight.shape), weight.stride(), weight.dtype, bias is None, stride, padding,
         )  # fmt: skip
         if key not in self.chosen:
-            times = {name: _fwd_bwd_ms_or_inf(run, x, weight, bias) for name, run in forms.items()}
+            times = {name: _fwd_bwd_ms(run, x, weight, bias) for name, run in forms.items()}
             self.chosen[key] = min(times, key=times.__getitem__)
         return forms[self.chosen[key]](x, weight, bias)
 

@@ -146,11 +146,12 @@ class FusedSGD(_FusedOptimizer):
             else:
                 running.append(p)
         lrs = per_model("lr", group["lr"], self.B)
-        decays = per_model("weight_decay", group["weight_decay"], self.B)
+        sharing = _models_sharing(lrs, per_model("weight_decay", group["weight_decay"], self.B))
         for subset, first_step in ((starting, True), (running, False)):
-            for (lr, decay), models in _models_sharing(lrs, decays).items():
-                for ps in _by_device_and_dtype(subset).values():
-                    take = _model_slices(models, self.B)
+            kinds = _by_device_and_dtype(subset).values()
+            for (lr, decay), models in sharing.items():
+                take = _model_slices(models, self.B)
+                for ps in kinds:
                     torch._fused_sgd_(
                         take(ps),
                         take([p.grad for p in ps]),
