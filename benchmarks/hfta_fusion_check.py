@@ -30,7 +30,7 @@ import torch
 
 from gpurepro.hfta import OPTIMIZERS, WORKLOAD_NAMES, workload
 from gpurepro.hfta.agreement import TOLERANCES, compare_training
-from gpurepro.hfta.conv_matmul import CONV_FORMS
+from gpurepro.hfta.conv_forms import CONV_FORMS
 from gpurepro.hfta.fused import STRATEGIES
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

@@ -14,7 +14,8 @@ from torch import nn
 
 from gpurepro.hfta import FusedArray, FusedSGD, FusionError, workload
 from gpurepro.hfta.agreement import compare_training
-from gpurepro.hfta.conv_matmul import ConvForms, conv2d_as_matmul
+from gpurepro.hfta.conv_forms import ConvForms
+from gpurepro.hfta.conv_matmul import conv2d_as_matmul
 
 B = 3
 # (in channels, out channels, kernel, stride, padding, map size) per model: ResNet's stem, 3x3 and
@@ -72,7 +73,9 @@ def test_conv_form_choice_and_errors() -> None:
     array = FusedArray(models, conv_form="auto")
     array(torch.randn(2, 3, 3, 16, 16))
     assert array.conv_forms.chosen == {}  # on the CPU, auto is cuDNN-free: the grouped convolution
-    with pytest.raises(FusionError, match="conv_form must be one of auto, grouped, matmul; got 'im2col'"):
+    with pytest.raises(
+        FusionError, match="conv_form must be one of auto, grouped, matmul, triton; got 'im2col'"
+    ):
         FusedArray(models, conv_form="im2col")
     transformer = workload("transformer", seq_len=8, vocab_size=100)
     with pytest.raises(FusionError, match="conv_form='matmul' applies to the merged strategy"):
@@ -114,6 +117,41 @@ def test_fused_sgd_follows_torch_sgd(lrs: list, decays: list, dampening: float, 
             optimizer.zero_grad()
             model(inputs[b]).square().sum().backward()
             optimizer.step()
+    for b, model in enumerate(models):
+        for (name, stacked), mine in zip(array.stacked.named_parameters(), model.parameters(), strict=True):
+            torch.testing.assert_close(stacked[b], mine, msg=f"model {b} {name}")
+
+
+@pytest.mark.parametrize("lrs", [[0.1] * 3, [0.1, 0.2, 0.1]])
+def test_fused_sgd_under_a_grad_scaler_follows_torch_sgd(lrs: list) -> None:
+    """The scaler hands FusedSGD its scale and inf flag. Step 0 overflows in every model: it is skipped
+    and starts no momentum buffer (with dampening, a buffer started from a skipped step's gradient, or
+    left unset, would differ from torch.optim.SGD's); later steps unscale inside the kernel."""
+    torch.manual_seed(0)
+    models = [nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 2)) for _ in range(3)]
+    array = FusedArray(models)
+    fused = FusedSGD(array.parameters(), 3, lrs, momentum=0.9, dampening=0.3)
+    assert FusedSGD._step_supports_amp_scaling
+    references = [
+        torch.optim.SGD(m.parameters(), lr=lr, momentum=0.9, dampening=0.3)
+        for m, lr in zip(models, lrs, strict=True)
+    ]
+    scalers = [torch.amp.GradScaler("cpu", init_scale=1024.0) for _ in range(4)]
+    for step in range(4):
+        inputs = torch.randn(3, 6, 5, generator=torch.Generator().manual_seed(step))
+        overflow = float("inf") if step == 0 else 1.0
+        fused.zero_grad()
+        scalers[0].scale(array(inputs).square().sum() * overflow).backward()
+        scalers[0].step(fused)
+        scalers[0].update()
+        for b, (model, optimizer) in enumerate(zip(models, references, strict=True)):
+            optimizer.zero_grad()
+            scalers[b + 1].scale(model(inputs[b]).square().sum() * overflow).backward()
+            scalers[b + 1].step(optimizer)
+            scalers[b + 1].update()
+        if step == 0:
+            assert not any("momentum_buffer" in state for state in fused.state.values())
+            assert scalers[0].get_scale() == 512.0
     for b, model in enumerate(models):
         for (name, stacked), mine in zip(array.stacked.named_parameters(), model.parameters(), strict=True):
             torch.testing.assert_close(stacked[b], mine, msg=f"model {b} {name}")

@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .conv_matmul import ConvForms
+from .conv_forms import ConvForms
 from .errors import FusionError
 from .fused_ops import FusedOps
 from .merged import MergedOps, merge_models, split_models, why_not_merged
@@ -160,8 +160,8 @@ class FusedArray(nn.Module):
     `stacked` holds the architecture with every parameter and buffer stacked to [B, ...]; it is a
     container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call.
     `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run.
-    `conv_form`: how the merged strategy runs 2-D convolutions, "auto", "grouped" or "matmul" (see
-    conv_matmul.ConvForms); `self.conv_forms` records what "auto" chose for each shape."""
+    `conv_form`: how the merged strategy runs 2-D convolutions, "auto", "grouped", "matmul" or "triton"
+    (see conv_forms.ConvForms); `self.conv_forms` records what "auto" chose for each shape."""
 
     def __init__(
         self,

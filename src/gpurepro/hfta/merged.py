@@ -7,7 +7,7 @@ gives each op its merged form.
 
 - convolution: one grouped convolution with B times the groups (each model's convolution is its own
   groups), weight [B*O, I, *kernel]; a 2-D one may instead run as one batched matmul where that is
-  faster (conv_matmul.py);
+  faster, or as a Triton implicit GEMM where its input needs no gradient (conv_forms.py);
 - batch norm: one batch norm over B*C channels, its weight, bias and running statistics the stacked
   per-model ones viewed as [B*C], so each model's statistics are updated in place from its own batch;
 - linear: one batched matmul, the input [N, B*in] viewed as [B, N, in];
@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
-from .conv_matmul import ConvForms
+from .conv_forms import ConvForms
 from .errors import FusionError
 
 # Containers whose forward calls only their submodules, elementwise additions and torch.flatten(x, 1).

@@ -17,7 +17,9 @@ with torch.optim.SGD / torch.optim.AdamW, up to rounding.
 Both are torch.optim.Optimizer subclasses: zero_grad, state_dict and torch.amp.GradScaler (unscale_,
 step, skipping a step on inf/NaN) work as with torch's own. A GradScaler has one scale for the array: a
 step with an overflow in any model is skipped for all B (as it would be for one model with B times the
-parameters).
+parameters). FusedSGD takes the scaler's scale and inf flag into its kernel, as torch.optim.SGD(fused=True)
+does: the gradients are unscaled in the update's own pass, and the host does not wait for the GPU's inf
+check every step (torch.optim.SGD's default path reads it on the host, a synchronisation per step).
 
 The per-model values live in the parameter group as tuples of B floats ("lr", "weight_decay"). AdamW's
 device copies of them are made once (a host-to-device copy would make the host wait for the GPU every
@@ -116,6 +118,10 @@ class _FusedOptimizer(torch.optim.Optimizer):
 class FusedSGD(_FusedOptimizer):
     """torch.optim.SGD for a stacked array, with per-model lr and weight decay."""
 
+    # A GradScaler hands this optimizer its scale and inf flag (as attributes grad_scale, found_inf)
+    # instead of unscaling the gradients itself and reading the flag on the host every step.
+    _step_supports_amp_scaling = True
+
     def __init__(
         self,
         params: Iterable[Tensor],
@@ -137,14 +143,18 @@ class FusedSGD(_FusedOptimizer):
 
     def _update(self, group: dict, params: list[Tensor], grads: list[Tensor]) -> None:
         momentum = group["momentum"]
-        starting, running = [], []  # parameters without a momentum buffer yet, and with one
-        for p in params:
-            state = self.state[p]
-            if momentum != 0 and "momentum_buffer" not in state:
-                state["momentum_buffer"] = torch.empty_like(p)  # the kernel starts it at the gradient
-                starting.append(p)
-            else:
-                running.append(p)
+        # parameters without a momentum buffer yet (the kernel starts it at the gradient), and with one
+        starting = [p for p in params if momentum != 0 and "momentum_buffer" not in self.state[p]]
+        running = [p for p in params if not (momentum != 0 and "momentum_buffer" not in self.state[p])]
+        # Set by a GradScaler (see _step_supports_amp_scaling): the kernel unscales the gradients and
+        # skips the update where found_inf is set, on the device, so the host does not wait for the GPU.
+        grad_scale, found_inf = getattr(self, "grad_scale", None), getattr(self, "found_inf", None)
+        if starting and found_inf is not None and found_inf.item():
+            # A skipped step must not start momentum buffers (the kernel would leave them unset): read
+            # found_inf on the host while buffers are being started, normally on the first step only.
+            return
+        for p in starting:
+            self.state[p]["momentum_buffer"] = torch.empty_like(p)
         lrs = per_model("lr", group["lr"], self.B)
         sharing = _models_sharing(lrs, per_model("weight_decay", group["weight_decay"], self.B))
         for subset, first_step in ((starting, True), (running, False)):
@@ -163,6 +173,8 @@ class FusedSGD(_FusedOptimizer):
                         nesterov=group["nesterov"],
                         maximize=False,
                         is_first_step=first_step,
+                        grad_scale=grad_scale,
+                        found_inf=found_inf,
                     )
 
 

@@ -1,0 +1,131 @@
+"""Which form each merged 2-D convolution runs in.
+
+The merged strategy (merged.py) runs B models' convolutions as one. It has three forms:
+
+- "grouped": cuDNN's grouped convolution with B times the groups;
+- "matmul": im2col and one batched matmul over the models (conv_matmul.py), faster than cuDNN on the
+  small maps of the late layers, where cuDNN runs the groups one by one;
+- "triton": an implicit GEMM in Triton (conv_triton.py), for a convolution whose input needs no
+  gradient (the stem, on the data), where cuDNN's per-group kernels on 3 channels are slow.
+
+Which is fastest depends on the shape and the GPU, so `ConvForms("auto")` times the forms that apply,
+forward and backward, the first time it meets a shape on a GPU in cuDNN's benchmark mode, and keeps the
+fastest, as cuDNN's benchmark mode does among its own algorithms. Elsewhere "auto" is grouped.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .conv_matmul import as_pair, compute_dtype, conv2d_as_matmul
+from .conv_triton import conv2d_implicit_gemm, triton_problem
+from .errors import FusionError
+
+CONV_FORMS = ("auto", "grouped", "matmul", "triton")
+_TIMED_REPEATS = 3
+
+Form = Callable[[Tensor, Tensor, Tensor | None], Tensor]
+
+
+def _own_form_applies(weight: Tensor, dilation: Any, groups: int, padding: Any) -> bool:
+    """Whether each model's own convolution is ungrouped, undilated, 2-D, with numeric padding (what
+    the matmul and Triton forms compute)."""
+    return weight.dim() == 4 and groups == 1 and as_pair(dilation) == (1, 1) and not isinstance(padding, str)
+
+
+def _fwd_bwd_ms(run: Form, x: Tensor, weight: Tensor, bias: Tensor | None) -> float:
+    """Mean milliseconds of forward and backward of `run` on random tensors shaped and laid out as the
+    real ones (after one untimed call: cuDNN benchmarks its algorithms there, Triton compiles);
+    infinity for a form that does not fit in the GPU's memory beside the model."""
+    inputs = [
+        None if t is None else torch.randn_like(t).requires_grad_(t.requires_grad) for t in (x, weight, bias)
+    ]
+    try:
+        with torch.enable_grad():
+            out = run(*inputs)
+            grad = torch.randn_like(out)
+            out.backward(grad)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(_TIMED_REPEATS):
+                run(*inputs).backward(grad)
+            end.record()
+        end.synchronize()
+    except torch.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return math.inf
+    return start.elapsed_time(end) / _TIMED_REPEATS
+
+
+class ConvForms:
+    """Which form each merged 2-D convolution runs in: `form` "grouped", "matmul" or "triton" (where
+    that form applies; grouped elsewhere), or "auto": the fastest that applies, timed once per shape on
+    a GPU in cuDNN's benchmark mode; grouped elsewhere. `chosen` maps each timed shape to its form."""
+
+    def __init__(self, form: str = "auto") -> None:
+        if form not in CONV_FORMS:
+            raise FusionError(f"conv_form must be one of {', '.join(CONV_FORMS)}; got {form!r}")
+        self.form = form
+        self.chosen: dict[tuple, str] = {}  # shape key -> the form "auto" timed fastest
+
+    def conv2d(
+        self,
+        conv: Callable,
+        B: int,
+        x: Tensor,
+        weight: Tensor,
+        bias: Tensor | None,
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        groups: int,
+    ) -> Tensor:
+        """The merged convolution of B models (weight and bias already [B*O, ...]) in its chosen form."""
+        forms: dict[str, Form] = {
+            "grouped": lambda x, w, b: conv(x, w, b, stride, padding, dilation, groups * B),
+            "matmul": lambda x, w, b: conv2d_as_matmul(x, w, b, B, stride, padding),
+            "triton": lambda x, w, b: conv2d_implicit_gemm(
+                x.to(compute_dtype(x)), w, b, B, as_pair(stride), as_pair(padding)
+            ),
+        }
+        if x.requires_grad:  # the Triton form computes no input gradient
+            del forms["triton"]
+        if self.form == "grouped" or not _own_form_applies(weight, dilation, groups, padding):
+            return forms["grouped"](x, weight, bias)
+        if self.form != "auto":
+            return forms.get(self.form, forms["grouped"])(x, weight, bias)
+        if x.device.type != "cuda" or not torch.backends.cudnn.benchmark:
+            return forms["grouped"](x, weight, bias)
+        if "triton" in forms and triton_problem(x.device, compute_dtype(x)):
+            del forms["triton"]
+        key = (
+            tuple(x.shape), x.stride(), x.requires_grad, x.dtype, compute_dtype(x), x.device,
+            tuple(weight.shape), weight.stride(), weight.dtype, bias is None, stride, padding,
+        )  # fmt: skip
+        if key not in self.chosen:
+            times = {name: self._time(name, run, x, weight, bias) for name, run in forms.items()}
+            self.chosen[key] = min(times, key=times.__getitem__)
+        return forms[self.chosen[key]](x, weight, bias)
+
+    @staticmethod
+    def _time(name: str, run: Form, x: Tensor, weight: Tensor, bias: Tensor | None) -> float:
+        """`_fwd_bwd_ms`, where a failing Triton kernel (a GPU or driver its compiler cannot build for)
+        says so and counts as infinitely slow: auto then runs a cuDNN or matmul form."""
+        if name != "triton":
+            return _fwd_bwd_ms(run, x, weight, bias)
+        try:
+            return _fwd_bwd_ms(run, x, weight, bias)
+        except Exception as error:  # noqa: BLE001 - any compiler or launch failure
+            warnings.warn(
+                f"the Triton convolution failed on {tuple(x.shape)}, not used: {error}", stacklevel=3
+            )
+            return math.inf
+
+    def __repr__(self) -> str:
+        return f"ConvForms({self.form!r}, chosen={sorted(set(self.chosen.values()))})"

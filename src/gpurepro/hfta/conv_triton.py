@@ -1,0 +1,213 @@
+"""A merged 2-D convolution whose input needs no gradient (a network's first layer, on the data), as an
+implicit GEMM in Triton (kernels in conv_triton_kernels.py).
+
+cuDNN runs a merged stem grouped convolution group by group: ResNet-18's 7x7 stride-2 stem on 3-channel
+images, B=32 models, 128 images of 64x64 each, fp16, channels-last, took 4.8 ms forward and weight
+gradient on an H100, while one dense convolution of the same shape on all B*128 images took 1.8 ms.
+Three channels are too few for cuDNN's fast kernels and the per-group launches too small. The implicit
+GEMM sees the convolution as what it is per model, a [pixels, k*k*C] x [k*k*C, O] matrix product (196
+x 64 for the stem, channels padded to 4), and gathers each row of the left matrix, a pixel's receptive
+field, as it multiplies, from the images rearranged once (each model's apart, zero-padded), so no
+im2col copy is made. The weight gradient is the same product transposed, summed over pixels in fixed
+splits. For the stem above: 2.2 ms forward and weight gradient, 0.26 ms of it the rearranging. Without
+an input-gradient kernel it applies only where the input needs no gradient; conv_forms.ConvForms times
+it against the other forms there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .conv_matmul import out_size
+from .errors import FusionError
+
+# Block sizes and launch settings, the fastest of a sweep on an H100 for ResNet-18's stem at B=32 (tl.dot
+# needs blocks of powers of two, at least 16)
+_FORWARD = {"BLOCK_M": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
+_WEIGHT_GRAD = {"BLOCK_M": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
+_K_MULTIPLE = 32  # the weights' rows are padded to a multiple of the BLOCK_Ks
+_WGRAD_ROWS_PER_SPLIT = 8192  # pixels summed by one weight-gradient block before the fixed-order sum
+_APART_BLOCK_P = 64  # pixels per block of the rearranging kernel
+_GPU_DTYPES = (torch.float16, torch.bfloat16)  # tl.dot would compute fp32 in TF32
+
+
+def _interpreted() -> bool:
+    """Whether Triton runs its kernels in its interpreter (TRITON_INTERPRET=1), on the CPU."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on")
+
+
+def triton_problem(device: torch.device, dtype: torch.dtype) -> str | None:
+    """Why the Triton form cannot run on `device` in `dtype`, or None if it can."""
+    try:
+        import triton  # noqa: F401
+    except ImportError as error:
+        return f"Triton is not importable ({error})"
+    if device.type == "cpu" and not _interpreted():
+        return "on the CPU Triton runs only in its interpreter (TRITON_INTERPRET=1)"
+    if device.type not in ("cpu", "cuda"):
+        return f"Triton does not run on {device.type}"
+    if device.type == "cuda" and dtype not in _GPU_DTYPES:
+        return f"on a GPU the Triton form computes in float16 or bfloat16, not {dtype}"
+    if dtype not in (*_GPU_DTYPES, torch.float32):
+        return (
+            f"the Triton form accumulates in float32: it computes float16, bfloat16 or float32, not {dtype}"
+        )
+    return None
+
+
+def _cdiv(size: int, block: int) -> int:
+    return -(-size // block)
+
+
+def _padded(size: int, block: int) -> int:
+    return _cdiv(size, block) * block
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """One merged convolution's sizes, as the kernels take them."""
+
+    B: int
+    n: int  # images per model
+    in_hw: tuple[int, int]
+    in_c: int
+    out_c: int
+    k: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return (
+            out_size(self.in_hw[0], self.k[0], self.stride[0], self.padding[0]),
+            out_size(self.in_hw[1], self.k[1], self.stride[1], self.padding[1]),
+        )
+
+    @property
+    def padded_hw(self) -> tuple[int, int]:
+        return (self.in_hw[0] + 2 * self.padding[0], self.in_hw[1] + 2 * self.padding[1])
+
+    @property
+    def cp(self) -> int:  # input channels padded to a power of two: a tap's channels are one aligned load
+        return 1 << (self.in_c - 1).bit_length()
+
+    @property
+    def pixels(self) -> int:
+        return self.n * self.out_hw[0] * self.out_hw[1]
+
+    @property
+    def depth(self) -> int:  # rows of a model's weight matrix: taps times padded input channels
+        return self.k[0] * self.k[1] * self.cp
+
+    @property
+    def block_n(self) -> int:  # output channels per block: a power of two from 16 to 64
+        return min(64, max(16, 1 << (self.out_c - 1).bit_length()))
+
+    @property
+    def oc_pad(self) -> int:
+        return _padded(self.out_c, self.block_n)
+
+    @property
+    def k_pad(self) -> int:
+        return _padded(self.depth, _K_MULTIPLE)
+
+    def sizes(self) -> tuple[int, ...]:
+        """The convolution kernels' size arguments, M to STRIDE_W."""
+        return (
+            self.pixels, self.n, *self.padded_hw, *self.out_hw, self.B, self.k[1], self.depth, self.out_c,
+            *self.stride,
+        )  # fmt: skip
+
+    def constants(self, settings: dict[str, int]) -> dict[str, int]:
+        """A kernel's compile-time constants and launch settings."""
+        padding = {"CP": self.cp, "K_PAD": self.k_pad, "OC_PAD": self.oc_pad, "BLOCK_N": self.block_n}
+        return padding | settings
+
+    def models_apart(self, x: Tensor) -> Tensor:
+        """x [N, B*C, H, W] as [B, N, HP, WP, CP]: each model's images apart, zero-padded by the
+        convolution's padding and to CP channels (one Triton kernel: torch's strided copy of
+        single channels took 0.6 ms for ResNet-18's stem at B=32 on an H100)."""
+        from .conv_triton_kernels import models_apart_kernel
+
+        pixels = x.permute(0, 2, 3, 1).contiguous()  # [N, H, W, B*C]: a view of a channels-last x
+        apart = x.new_zeros(self.B, self.n, *self.padded_hw, self.cp)
+        block_b = min(32, 1 << (self.B - 1).bit_length())
+        grid = (_cdiv(pixels.numel() // (self.B * self.in_c), _APART_BLOCK_P), _cdiv(self.B, block_b))
+        models_apart_kernel[grid](
+            pixels, apart, self.n * self.in_hw[0] * self.in_hw[1], self.n, *self.in_hw, self.B, self.in_c,
+            *self.padded_hw, *self.padding, CP=self.cp, BLOCK_P=_APART_BLOCK_P, BLOCK_B=block_b,
+        )  # fmt: skip
+        return apart
+
+    def weight_rows(self, t: Tensor) -> Tensor:
+        """The rows of a [B, K_PAD, OC_PAD] weight matrix that hold real taps and channels, as
+        [B, kh, kw, CP, OC_PAD] (a view)."""
+        return t[:, : self.depth].view(self.B, *self.k, self.cp, self.oc_pad)
+
+
+class _ConvImplicitGemm(torch.autograd.Function):
+    """B convolutions of an input without gradient, of geometry `geo`. x [N, B*C, H, W]; weight
+    [B*O, C, kh, kw] and bias [B*O] or None, in x's dtype. Output [N, B*O, Ho, Wo], channels-last."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, geo: _Geometry) -> Tensor:
+        from .conv_triton_kernels import conv_forward_kernel
+
+        B = geo.B
+        images = geo.models_apart(x)
+        w = x.new_zeros(B, geo.k_pad, geo.oc_pad)
+        per_tap = weight.view(B, geo.out_c, geo.in_c, *geo.k).permute(0, 3, 4, 2, 1)  # [B, kh, kw, C, O]
+        geo.weight_rows(w)[..., : geo.in_c, : geo.out_c] = per_tap
+        out = x.new_empty(geo.pixels, B, geo.out_c)
+        grid = (B * (geo.oc_pad // geo.block_n), _cdiv(geo.pixels, _FORWARD["BLOCK_M"]))
+        conv_forward_kernel[grid](
+            images, w, w if bias is None else bias, out, *geo.sizes(),
+            HAS_BIAS=bias is not None, **geo.constants(_FORWARD),
+        )  # fmt: skip
+        ctx.save_for_backward(images)
+        ctx.geometry = geo
+        ctx.has_bias = bias is not None
+        return out.view(geo.n, *geo.out_hw, B * geo.out_c).permute(0, 3, 1, 2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        from .conv_triton_kernels import conv_weight_grad_kernel
+
+        (images,) = ctx.saved_tensors
+        geo: _Geometry = ctx.geometry
+        g = grad.permute(0, 2, 3, 1).contiguous().view(geo.pixels, geo.B, geo.out_c).to(images.dtype)
+        grad_w = grad_b = None
+        if ctx.needs_input_grad[1]:
+            rows = min(_WGRAD_ROWS_PER_SPLIT, _padded(geo.pixels, _WEIGHT_GRAD["BLOCK_M"]))
+            splits = _cdiv(geo.pixels, rows)
+            parts = images.new_empty(splits, geo.B, geo.k_pad, geo.oc_pad, dtype=torch.float32)
+            grid = (geo.B * (geo.oc_pad // geo.block_n), geo.k_pad // _WEIGHT_GRAD["BLOCK_K"], splits)
+            conv_weight_grad_kernel[grid](images, g, parts, *geo.sizes(), rows, **geo.constants(_WEIGHT_GRAD))
+            per_tap = geo.weight_rows(parts.sum(dim=0))[..., : geo.in_c, : geo.out_c]  # [B, kh, kw, C, O]
+            grad_w = per_tap.permute(0, 4, 3, 1, 2).reshape(geo.B * geo.out_c, geo.in_c, *geo.k)
+            grad_w = grad_w.to(images.dtype)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = g.sum(dim=0, dtype=torch.float32).reshape(geo.B * geo.out_c).to(images.dtype)
+        return None, grad_w, grad_b, None
+
+
+def conv2d_implicit_gemm(
+    x: Tensor, weight: Tensor, bias: Tensor | None, B: int, stride: tuple[int, int], padding: tuple[int, int]
+) -> Tensor:
+    """F.conv2d(x, weight, bias, stride, padding, groups=B), x needing no gradient, as Triton's implicit
+    GEMM in x's dtype (weight and bias cast to it). Zero padding, no dilation."""
+    if x.requires_grad:
+        raise FusionError("the Triton convolution computes no input gradient: its input must not require one")
+    problem = triton_problem(x.device, x.dtype)
+    if problem:
+        raise FusionError(f"conv_form='triton' cannot run here: {problem}")
+    n, channels, height, width = x.shape
+    in_c, out_c, k = channels // B, weight.shape[0] // B, tuple(weight.shape[2:])
+    geo = _Geometry(B, n, (height, width), in_c, out_c, k, stride, padding)  # type: ignore[arg-type]
+    cast = [None if t is None else t.to(x.dtype) for t in (weight, bias)]
+    return _ConvImplicitGemm.apply(x, cast[0], cast[1], geo)

@@ -1,0 +1,122 @@
+"""The merged convolution's Triton form (implicit GEMM, no input gradient): output, weight and bias
+gradients against F.conv2d in float64 for the stem and other shapes, in Triton's interpreter on the CPU
+(conftest.py turns it on where no GPU is) or compiled on a GPU; the weight gradient's sum over several
+pixel splits; a fused CNN runs its first convolution (on the data) in Triton and computes what the
+grouped form does; and the form's errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gpurepro.hfta import FusedArray, FusionError, conv_forms, conv_triton
+from gpurepro.hfta.conv_triton import conv2d_implicit_gemm, triton_problem
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+DTYPES = [torch.float16] + ([torch.float32] if DEVICE.type == "cpu" else [])  # a GPU computes fp16/bf16
+REASON = triton_problem(DEVICE, torch.float16)
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"the Triton form cannot run: {REASON}")
+
+# (B, in channels, out channels, kernel, stride, padding, image size): ResNet's stem; a 3x3; a strided
+# 1x1; more output channels than one block holds (70: two blocks of 64, the second part-filled); a
+# non-square kernel, stride and padding on a non-square image
+SHAPES = [
+    (2, 3, 8, 7, 2, 3, (13, 13)),
+    (3, 4, 20, 3, 1, 1, (7, 7)),
+    (1, 3, 70, 1, 2, 0, (6, 6)),
+    (2, 3, 5, (2, 3), (1, 2), (1, 0), (5, 7)),
+]
+
+
+def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.double() - b).abs().max() / b.abs().max()).item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(("B", "in_c", "out_c", "k", "stride", "padding", "size"), SHAPES)
+def test_triton_convolution_matches_conv2d(
+    B: int, in_c: int, out_c: int, k, stride, padding, size, bias: bool, dtype: torch.dtype
+) -> None:
+    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, B * in_c, *size, generator=generator).to(DEVICE, dtype)
+    weight = torch.randn(B * out_c, in_c, *pair(k), generator=generator, dtype=torch.float64)
+    b = torch.randn(B * out_c, generator=generator, dtype=torch.float64) if bias else None
+    mine = [t.to(DEVICE, copy=True).requires_grad_() if t is not None else None for t in (weight, b)]
+    out = conv2d_implicit_gemm(x, mine[0], mine[1], B, pair(stride), pair(padding))
+    grad = torch.randn(out.shape, generator=generator, dtype=torch.float64)
+    out.backward(grad.to(DEVICE, dtype))
+
+    exact = [t.clone().requires_grad_() if t is not None else None for t in (weight, b)]
+    reference = F.conv2d(x.cpu().double(), exact[0], exact[1], stride, padding, groups=B)
+    reference.backward(grad)
+    limit = 1e-5 if dtype == torch.float32 else 3e-3  # fp32 accumulation of fp16 products
+    assert out.dtype == dtype and out.is_contiguous(memory_format=torch.channels_last)
+    assert _relative(out.cpu(), reference) < limit
+    assert _relative(mine[0].grad.cpu(), exact[0].grad) < limit
+    if bias:
+        assert _relative(mine[1].grad.cpu(), exact[1].grad) < limit
+
+
+def test_weight_gradient_sums_several_pixel_splits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With splits of 128 pixels, 2 images of 13x13 (338 pixels) make three splits, the last part-filled."""
+    monkeypatch.setattr(conv_triton, "_WGRAD_ROWS_PER_SPLIT", 128)
+    x = torch.randn(2, 6, 26, 26, dtype=torch.float16).to(DEVICE)
+    weight = torch.randn(16, 3, 7, 7, dtype=torch.float64)
+    mine = weight.to(DEVICE, copy=True).requires_grad_()
+    conv2d_implicit_gemm(x, mine, None, 2, (2, 2), (3, 3)).float().square().sum().backward()
+    exact = weight.clone().requires_grad_()
+    F.conv2d(x.cpu().double(), exact, None, 2, 3, groups=2).square().sum().backward()
+    assert _relative(mine.grad.cpu(), exact.grad) < 3e-3
+
+
+def _small_cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 5, stride=2, padding=2), nn.ReLU(),  # a bias not cancelled by a batch norm
+        nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10),
+    )  # fmt: skip
+
+
+def test_fused_array_runs_only_its_first_convolution_in_triton(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the first convolution's input (the data) needs no gradient: it runs in Triton, the second
+    grouped, and the array computes what the all-grouped array does."""
+    calls = []
+    implicit_gemm = conv_forms.conv2d_implicit_gemm
+    monkeypatch.setattr(conv_forms, "conv2d_implicit_gemm", lambda *a: calls.append(a) or implicit_gemm(*a))
+    torch.manual_seed(0)
+    models = [_small_cnn() for _ in range(2)]
+    inputs = torch.randn(2, 8, 3, 16, 16, device=DEVICE)
+    on_gpu = DEVICE.type == "cuda"  # there under fp16 autocast (the Triton form's dtype), else float32
+    results = []
+    for form in ("grouped", "triton"):
+        array = FusedArray(models, channels_last=True, conv_form=form).to(DEVICE)
+        with torch.autocast(DEVICE.type, dtype=torch.float16, enabled=on_gpu):
+            out = array(inputs)
+        out.float().square().mean().backward()
+        results.append((out.float(), {n: p.grad for n, p in array.stacked.named_parameters()}))
+    assert len(calls) == 1
+    (out_grouped, grads_grouped), (out_triton, grads_triton) = results
+    limit = 2e-2 if on_gpu else 1e-5
+    assert _relative(out_triton, out_grouped.double()) < limit
+    for name, grad in grads_grouped.items():
+        assert _relative(grads_triton[name], grad.double()) < limit, name
+
+
+def test_triton_form_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    weight = torch.randn(8, 3, 3, 3)
+    x = torch.randn(1, 6, 5, 5, requires_grad=True)
+    with pytest.raises(FusionError, match="computes no input gradient"):
+        conv2d_implicit_gemm(x, weight, None, 2, (1, 1), (1, 1))
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert triton_problem(torch.device("cpu"), torch.float32) == (
+        "on the CPU Triton runs only in its interpreter (TRITON_INTERPRET=1)"
+    )
+    with pytest.raises(FusionError, match=r"conv_form='triton' cannot run here: on the CPU Triton runs only"):
+        conv2d_implicit_gemm(x.detach(), weight, None, 2, (1, 1), (1, 1))
+    assert "float16 or bfloat16" in str(triton_problem(torch.device("cuda"), torch.float32))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert "float32" in str(triton_problem(torch.device("cpu"), torch.float64))
