@@ -75,8 +75,9 @@ def test_amp_training_steps_on_the_gpu(name: str, strategy: str) -> None:
 
 
 def test_auto_conv_form_times_both_forms_in_cudnn_benchmark_mode() -> None:
-    """With cuDNN's benchmark mode on, each convolution shape is timed in both forms once and the
-    faster kept; the array computes what the grouped convolutions compute."""
+    """With cuDNN's benchmark mode on, each convolution shape is timed in the forms that apply once and
+    the fastest kept (the stem, on the data, may run in Triton); the array computes what the grouped
+    convolutions compute."""
     spec = workload("resnet18", image_size=64, num_classes=10)
     torch.manual_seed(0)
     models = [spec.make_model() for _ in range(4)]
@@ -98,5 +99,5 @@ def test_auto_conv_form_times_both_forms_in_cudnn_benchmark_mode() -> None:
     finally:
         torch.backends.cudnn.benchmark = benchmark
     # one entry per distinct convolution shape of ResNet-18 (stem, 3x3 and strided 3x3 per stage, shortcuts)
-    assert len(chosen) >= 11 and set(chosen.values()) <= {"grouped", "matmul"}
+    assert len(chosen) >= 11 and set(chosen.values()) <= {"grouped", "matmul", "triton"}
     torch.testing.assert_close(outputs["auto"], outputs["grouped"], atol=2e-2, rtol=2e-2)

@@ -102,13 +102,13 @@ class ConvForms:
             return forms.get(self.form, forms["grouped"])(x, weight, bias)
         if x.device.type != "cuda" or not torch.backends.cudnn.benchmark:
             return forms["grouped"](x, weight, bias)
-        if "triton" in forms and triton_problem(x.device, compute_dtype(x)):
-            del forms["triton"]
         key = (
             tuple(x.shape), x.stride(), x.requires_grad, x.dtype, compute_dtype(x), x.device,
             tuple(weight.shape), weight.stride(), weight.dtype, bias is None, stride, padding,
         )  # fmt: skip
-        if key not in self.chosen:
+        if key not in self.chosen:  # timed once per shape; every later step only looks the form up
+            if "triton" in forms and triton_problem(x.device, compute_dtype(x)):
+                del forms["triton"]
             times = {name: self._time(name, run, x, weight, bias) for name, run in forms.items()}
             self.chosen[key] = min(times, key=times.__getitem__)
         return forms[self.chosen[key]](x, weight, bias)
@@ -117,11 +117,11 @@ class ConvForms:
     def _time(name: str, run: Form, x: Tensor, weight: Tensor, bias: Tensor | None) -> float:
         """`_fwd_bwd_ms`, where a failing Triton kernel (a GPU or driver its compiler cannot build for)
         says so and counts as infinitely slow: auto then runs a cuDNN or matmul form."""
-        if name != "triton":
-            return _fwd_bwd_ms(run, x, weight, bias)
         try:
             return _fwd_bwd_ms(run, x, weight, bias)
         except Exception as error:  # noqa: BLE001 - any compiler or launch failure
+            if name != "triton":
+                raise
             warnings.warn(
                 f"the Triton convolution failed on {tuple(x.shape)}, not used: {error}", stacklevel=3
             )

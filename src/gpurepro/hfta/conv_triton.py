@@ -68,6 +68,11 @@ def _padded(size: int, block: int) -> int:
     return _cdiv(size, block) * block
 
 
+def _power_of_two(size: int) -> int:
+    """The smallest power of two >= size (Triton's blocks are powers of two)."""
+    return 1 << (size - 1).bit_length()
+
+
 @dataclass(frozen=True)
 class _Geometry:
     """One merged convolution's sizes, as the kernels take them."""
@@ -94,7 +99,7 @@ class _Geometry:
 
     @property
     def cp(self) -> int:  # input channels padded to a power of two: a tap's channels are one aligned load
-        return 1 << (self.in_c - 1).bit_length()
+        return _power_of_two(self.in_c)
 
     @property
     def pixels(self) -> int:
@@ -106,7 +111,7 @@ class _Geometry:
 
     @property
     def block_n(self) -> int:  # output channels per block: a power of two from 16 to 64
-        return min(64, max(16, 1 << (self.out_c - 1).bit_length()))
+        return min(64, max(16, _power_of_two(self.out_c)))
 
     @property
     def oc_pad(self) -> int:
@@ -134,12 +139,13 @@ class _Geometry:
         single channels took 0.6 ms for ResNet-18's stem at B=32 on an H100)."""
         from .conv_triton_kernels import models_apart_kernel
 
-        pixels = x.permute(0, 2, 3, 1).contiguous()  # [N, H, W, B*C]: a view of a channels-last x
+        image = x.permute(0, 2, 3, 1).contiguous()  # [N, H, W, B*C]: no copy for a channels-last x
         apart = x.new_zeros(self.B, self.n, *self.padded_hw, self.cp)
-        block_b = min(32, 1 << (self.B - 1).bit_length())
-        grid = (_cdiv(pixels.numel() // (self.B * self.in_c), _APART_BLOCK_P), _cdiv(self.B, block_b))
+        block_b = min(32, _power_of_two(self.B))
+        pixels = self.n * self.in_hw[0] * self.in_hw[1]
+        grid = (_cdiv(pixels, _APART_BLOCK_P), _cdiv(self.B, block_b))
         models_apart_kernel[grid](
-            pixels, apart, self.n * self.in_hw[0] * self.in_hw[1], self.n, *self.in_hw, self.B, self.in_c,
+            image, apart, pixels, self.n, *self.in_hw, self.B, self.in_c,
             *self.padded_hw, *self.padding, CP=self.cp, BLOCK_P=_APART_BLOCK_P, BLOCK_B=block_b,
         )  # fmt: skip
         return apart

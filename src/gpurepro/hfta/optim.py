@@ -143,9 +143,12 @@ class FusedSGD(_FusedOptimizer):
 
     def _update(self, group: dict, params: list[Tensor], grads: list[Tensor]) -> None:
         momentum = group["momentum"]
-        # parameters without a momentum buffer yet (the kernel starts it at the gradient), and with one
-        starting = [p for p in params if momentum != 0 and "momentum_buffer" not in self.state[p]]
-        running = [p for p in params if not (momentum != 0 and "momentum_buffer" not in self.state[p])]
+        # parameters without a momentum buffer yet (the kernel starts it at the gradient), and the rest
+        starting: list[Tensor] = []
+        running: list[Tensor] = []
+        for p in params:
+            unstarted = momentum != 0 and "momentum_buffer" not in self.state[p]
+            (starting if unstarted else running).append(p)
         # Set by a GradScaler (see _step_supports_amp_scaling): the kernel unscales the gradients and
         # skips the update where found_inf is set, on the device, so the host does not wait for the GPU.
         grad_scale, found_inf = getattr(self, "grad_scale", None), getattr(self, "found_inf", None)
