@@ -11,10 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
 from .errors import GpureproError
-from .plotting import figure, save
-from .tables import long_frame, single
+from .plotting import figure, finish
+from .tables import long_frame, pick, single
 
 # (column of Snakemake's benchmark TSV, metric, unit)
 BENCHMARK_METRICS = [
@@ -83,24 +85,17 @@ def table(paths: list[Path | str]) -> pd.DataFrame:
     return pd.concat([jobs, *totals], ignore_index=True)
 
 
-def plot(runtimes: pd.DataFrame, out: Path | str) -> None:
+def plot(runtimes: pd.DataFrame) -> Figure:
     """Wall time of every job (bars coloured by step) and the total per step."""
     profile = ", ".join(sorted(str(p) for p in runtimes["profile"].dropna().unique())) or "?"
-    wall = runtimes[(runtimes["metric"] == "wall_time") & (runtimes["statistic"] == "value")]
-    totals = runtimes[(runtimes["metric"] == "wall_time") & (runtimes["statistic"] == "sum")]
-    total = totals["value"].sum()
-    fig, (jobs_ax, steps_ax) = figure(2, f"Runtime of each job on {profile} ({total:.0f} s of jobs in all)")
-    steps = sorted(wall["step"].unique())
-    colors = dict(zip(steps, [f"C{i % 10}" for i in range(len(steps))], strict=True))
-    wall = wall.sort_values(["step", "job"])
-    labels = [f"{s}/{j}" if s != j else j for s, j in zip(wall["step"], wall["job"], strict=True)]
-    jobs_ax.barh(labels, wall["value"], color=[colors[s] for s in wall["step"]])
-    jobs_ax.invert_yaxis()
-    jobs_ax.set_xlabel("wall time (s)")
-    jobs_ax.set_title("per job (Snakemake benchmark files)")
-    steps_ax.barh(totals["step"], totals["value"], color=[colors.get(s, "C0") for s in totals["step"]])
-    steps_ax.invert_yaxis()
-    steps_ax.set_xlabel("wall time, sum over jobs (s)")
-    steps_ax.set_title("per step")
+    wall = pick(runtimes, "wall_time", "value").sort_values(["step", "job"])
+    wall["label"] = (wall["step"] + "/" + wall["job"]).where(wall["step"] != wall["job"], wall["job"])
+    totals = pick(runtimes, "wall_time", "sum")
+    fig, (jobs_ax, steps_ax) = figure(2)
     fig.set_size_inches(11, max(4.2, 0.28 * len(wall) + 1.5))
-    save(fig, out)
+    steps = sorted(wall["step"].unique())
+    sns.barplot(wall, x="value", y="label", hue="step", hue_order=steps, legend=False, ax=jobs_ax)
+    jobs_ax.set(xlabel="wall time (s)", ylabel="", title="per job (Snakemake benchmark files)")
+    sns.barplot(totals, x="value", y="step", hue="step", hue_order=steps, legend=False, ax=steps_ax)
+    steps_ax.set(xlabel="wall time, sum over jobs (s)", ylabel="", title="per step")
+    return finish(fig, f"Runtime of each job on {profile} ({totals['value'].sum():.0f} s of jobs in all)")

@@ -1,151 +1,89 @@
-"""plot_deit / plot_bert: per precision (one row each), latency per model (and sequence length) and mode
-with IQR bars, energy per inference above idle, and energy against latency for every point.
-
-The first two panels show the smallest batch size (batch 1 in every profile: the original's setting);
-the third shows every batch size, marker size growing with the batch.
-"""
+"""plot_deit / plot_bert: one row of panels per model (and BERT sequence length): latency per batch size
+(median, IQR bars), energy per inference above idle and gross per batch size, and energy against latency.
+Marker and line style are the mode, shade the precision; failed points are listed under the figure."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
-from ..plotting import figure, not_reported, save
+from ..plotting import failures, finish, iqr_rows, log_where_wide, not_reported, nothing_ran, shades, ticks_at
 from ..tables import pick
-from .summary import MODE_ORDER, PRECISION_ORDER
+from .summary import MODE_ORDER, MODEL_ORDER, POINT_KEYS, PRECISION_ORDER
 
-MARKERS = {"eager": "o", "compile": "s", "cudagraph": "^"}
 FAMILY_TITLES = {"deit": "DeiT (timm)", "bert": "BERT for sequence classification (transformers)"}
+# Panel: (x label, y label), in the units of `gpurepro aggregate inference` (ms, J).
+PANELS = {
+    "latency": ("batch size", "ms per inference (median, IQR)"),
+    "energy above idle": ("batch size", "J per inference above idle"),
+    "energy gross": ("batch size", "J per inference, gross"),
+    "energy vs latency": ("ms per inference (median)", "J per inference above idle"),
+}
+NO_ENERGY = "energy per inference: not reported by this device (no NVML or RAPL counter)"
 
 
-def _scale(ax, values: pd.Series, axis: str = "y") -> None:
-    """Log scale where the values span more than a factor of 10, linear (from 0) otherwise."""
-    clean = values.dropna()
-    clean = clean[clean > 0]
-    if len(clean) and clean.max() / clean.min() > 10:
-        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    elif axis == "y":
-        ax.set_ylim(bottom=0)
+def _model(row: pd.Series) -> str:
+    return f"{row['model']}, sequence {int(row['seq_len'])}" if pd.notna(row["seq_len"]) else row["model"]
 
 
-def _category(row: pd.Series) -> str:
-    if pd.notna(row.get("seq_len")):
-        return f"{row['model']}\ns{int(row['seq_len'])}"
-    return str(row["model"])
+def _by_batch(rows: pd.DataFrame, panel: str) -> pd.DataFrame:
+    return rows.assign(panel=panel, x=rows["batch_size"])
 
 
-def _by_point(table: pd.DataFrame, metric: str, statistic: str) -> pd.DataFrame:
-    rows = pick(table, metric, statistic).copy()
-    rows["category"] = rows.apply(_category, axis=1)
-    return rows
+def _panels(table: pd.DataFrame) -> pd.DataFrame:
+    """One long frame of every panel's points: x, value, the panel, and the point's model label."""
+    above = pick(table, "energy_per_inference", "above_idle")
+    keys = [k for k in POINT_KEYS if k in table]
+    latency = pick(table, "latency")[keys + ["value"]].rename(columns={"value": "x"})
+    frame = pd.concat(
+        [
+            _by_batch(iqr_rows(table, "latency"), "latency"),
+            _by_batch(above, "energy above idle"),
+            _by_batch(pick(table, "energy_per_inference", "gross"), "energy gross"),
+            above.merge(latency, on=keys).assign(panel="energy vs latency"),
+        ],
+        ignore_index=True,
+    ).dropna(subset=["x", "value"])
+    frame["label"] = frame.apply(_model, axis=1)
+    order = {m: i for i, m in enumerate(MODEL_ORDER)}
+    return frame.sort_values(["model", "seq_len"], key=lambda c: c.map(order) if c.name == "model" else c)
 
 
-def _latency_panel(ax, rows: pd.DataFrame, categories: list[str], batch: int) -> None:
-    modes = [m for m in MODE_ORDER if m in set(rows["mode"])]
-    width = 0.6 / max(len(modes), 1)
-    for i, mode in enumerate(modes):
-        mine = rows[rows["mode"] == mode]
-        median = _by_point(mine, "latency", "median").groupby("category")["value"].median()
-        p25 = _by_point(mine, "latency", "p25").groupby("category")["value"].median()
-        p75 = _by_point(mine, "latency", "p75").groupby("category")["value"].median()
-        x = [categories.index(c) + (i - (len(modes) - 1) / 2) * width for c in median.index]
-        ax.errorbar(
-            x, median, yerr=[median - p25.reindex(median.index), p75.reindex(median.index) - median],
-            marker=MARKERS.get(mode, "o"), linestyle="none", capsize=3, label=mode,
-        )  # fmt: skip
-    ax.set(ylabel=f"ms per inference, batch {batch} (median, IQR)")
-    _scale(ax, pick(rows, "latency", "p75")["value"])
-    ax.set_xticks(range(len(categories)), categories, fontsize="small")
-    ax.set_xlim(-0.5, len(categories) - 0.5)
-    ax.legend(fontsize="small")
+def _grid(frame: pd.DataFrame) -> sns.FacetGrid:
+    precisions = [p for p in PRECISION_ORDER if p in set(frame["precision"])]
+    return sns.relplot(
+        frame, kind="line", x="x", y="value", row="label", col="panel",
+        col_order=[p for p in PANELS if p in set(frame["panel"])], style="mode",
+        style_order=[m for m in MODE_ORDER if m in set(frame["mode"])], hue="precision", hue_order=precisions,
+        palette=shades(len(precisions)), markers=True, estimator="median", errorbar=("pi", 100),
+        err_style="bars", err_kws={"capsize": 3}, height=2.8, aspect=1.25,
+        facet_kws={"sharex": False, "sharey": False},
+    )  # fmt: skip
 
 
-def _energy_panel(ax, rows: pd.DataFrame, categories: list[str], batch: int) -> bool:
-    modes = [m for m in MODE_ORDER if m in set(rows["mode"])]
-    width = 0.6 / max(len(modes), 1)
-    drawn = False
-    for i, mode in enumerate(modes):
-        mine = rows[rows["mode"] == mode]
-        above = _by_point(mine, "energy_per_inference", "above_idle").groupby("category")["value"].median()
-        gross = _by_point(mine, "energy_per_inference", "gross").groupby("category")["value"].median()
-        above, gross = above.dropna(), gross.dropna()
-        if above.empty:
-            continue
-        drawn = True
-        x = [categories.index(c) + (i - (len(modes) - 1) / 2) * width for c in above.index]
-        ax.bar(x, above, width=width, label=f"{mode}, above idle")
-        gx = [categories.index(c) + (i - (len(modes) - 1) / 2) * width for c in gross.index]
-        ax.scatter(gx, gross, marker="_", s=200, color="black", zorder=3, label="gross" if i == 0 else None)
-    if drawn:
-        ax.set(ylabel=f"J per inference, batch {batch}")
-        _scale(ax, pick(rows, "energy_per_inference", "gross")["value"])
-        ax.set_xticks(range(len(categories)), categories, fontsize="small")
-        ax.set_xlim(-0.5, len(categories) - 0.5)
-        ax.legend(fontsize="small")
-    return drawn
-
-
-def _scatter_panel(ax, rows: pd.DataFrame) -> bool:
-    latency = _by_point(rows, "latency", "median")
-    energy = _by_point(rows, "energy_per_inference", "above_idle")
-    keys = ["category", "batch_size", "mode", "run"]
-    points = latency.merge(energy, on=keys, suffixes=("_ms", "_j")).dropna(subset=["value_j"])
-    if points.empty:
-        return False
-    for category, group in points.groupby("category", sort=False):
-        colour = None
-        for mode, mine in group.groupby("mode"):
-            drawn = ax.scatter(
-                mine["value_ms"], mine["value_j"], s=12 + 6 * mine["batch_size"].astype(float),
-                marker=MARKERS.get(str(mode), "o"), color=colour,
-                label=category.replace("\n", " ") if colour is None else None, alpha=0.8,
-            )  # fmt: skip
-            colour = drawn.get_facecolor()[0]
-    ax.set(xlabel="ms per inference (median)", ylabel="J per inference above idle")
-    _scale(ax, points["value_ms"], "x")
-    _scale(ax, points["value_j"], "y")
-    ax.legend(
-        fontsize="x-small", title="o eager, s compile, ^ cudagraph; size: batch", title_fontsize="x-small"
-    )
-    return True
-
-
-def plot(table: pd.DataFrame, family: str, out: Path | str) -> None:
+def plot(table: pd.DataFrame, family: str) -> Figure:
     """Draw one family's figure from the tidy table of `gpurepro aggregate inference`."""
     table = table[table["family"] == family]
     if table.empty:
         raise ValueError(f"the table has no {family} rows")
     failed = table[table["status"] != "ok"].drop_duplicates("source_file")
-    table = table[table["status"] == "ok"]
-    precisions = [p for p in PRECISION_ORDER if p in set(table["precision"])] or ["none"]
-    profile = str((table if len(table) else failed)["profile"].iloc[0])
-    fig, axes = figure(3, f"{FAMILY_TITLES.get(family, family)} inference on {profile}", rows=len(precisions))
-    for row, precision in enumerate(precisions):
-        latency_ax, energy_ax, scatter_ax = axes[3 * row : 3 * row + 3]
-        rows = table[table["precision"] == precision]
-        if rows.empty:
-            for ax in (latency_ax, energy_ax, scatter_ax):
-                not_reported(ax, "no successful point")
-            continue
-        batch = int(rows["batch_size"].min())
-        smallest = rows[rows["batch_size"] == batch]
-        categories = list(dict.fromkeys(_by_point(smallest, "latency", "median")["category"]))
-        _latency_panel(latency_ax, smallest, categories, batch)
-        latency_ax.set_title(f"{precision}: latency", fontsize="medium")
-        if _energy_panel(energy_ax, smallest, categories, batch):
-            energy_ax.set_title(f"{precision}: energy per inference", fontsize="medium")
-        else:
-            not_reported(energy_ax, "energy (no NVML or RAPL counter)")
-        if _scatter_panel(scatter_ax, rows):
-            scatter_ax.set_title(f"{precision}: energy vs latency, every batch size", fontsize="medium")
-        else:
-            not_reported(scatter_ax, "energy (no NVML or RAPL counter)")
-    if len(failed):
-        listing = "; ".join(
-            f"{r['model']} {r['precision']} {r['mode']} b{r['batch_size']}: {r['reason'][:60]}"
-            for _, r in failed.head(6).iterrows()
-        )
-        more = f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""
-        fig.text(0.01, 0.003, f"failed points: {listing}{more}", fontsize="x-small", va="bottom")
-    save(fig, out)
+    notes = failures(failed, "{model} {precision} {mode} batch {batch_size}")
+    title = f"{FAMILY_TITLES.get(family, family)} inference on {table['profile'].iloc[0]}"
+    frame = _panels(table[table["status"] == "ok"])
+    if frame.empty:
+        return nothing_ran(title, notes)
+    if "energy above idle" not in set(frame["panel"]):
+        notes.insert(0, NO_ENERGY)
+    grid = _grid(frame)
+    grid.set_titles(template="{row_name}: {col_name}")
+    batches = sorted(int(b) for b in frame["batch_size"].unique())
+    for (_, panel), ax in grid.axes_dict.items():
+        xlabel, ylabel = PANELS[panel]
+        ax.set(xlabel=xlabel, ylabel=ylabel)
+        if not ax.has_data():
+            not_reported(ax, f"{panel}: not measured")
+        log_where_wide(ax)
+        if xlabel == "batch size":
+            ticks_at(ax, batches)
+    return finish(grid, title, notes)

@@ -1,55 +1,52 @@
-"""plot_sgemm: SGEMM rate vs N per backend (median, IQR bars), energy per product, and power traces."""
+"""plot_sgemm: rate vs N per backend (median, IQR bars), energy per product above idle, each job's trace."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from ..plotting import figure, not_reported, save
+from ..plotting import figure, finish, iqr_rows, log_where_wide, not_reported, ticks_at, unit
 from ..tables import pick
 
+BY_BACKEND = {"x": "n", "y": "value", "hue": "backend", "style": "backend", "markers": True, "dashes": False}
 
-def _trace_signal(trace: pd.DataFrame) -> tuple[str, str]:
+
+def read_traces(paths: list[Path | str]) -> pd.DataFrame:
+    """The jobs' telemetry traces as one table, each sample named by its job."""
+    traces = [pd.read_csv(path).assign(job=Path(path).name.split(".")[0]) for path in paths]
+    return pd.concat(traces, ignore_index=True) if traces else pd.DataFrame()
+
+
+def _traces(ax: Axes, traces: pd.DataFrame) -> None:
     """Power where the device reports it; CPU utilisation where it does not (no RAPL)."""
-    if trace["power_w"].notna().any():
-        return "power_w", "power (W)"
-    return "util_pct", "utilisation (%)"
+    if traces.empty:
+        return not_reported(ax, "telemetry: no trace given")
+    power = traces["power_w"].notna().any()
+    seconds = traces["time_unix_s"] - traces.groupby("job")["time_unix_s"].transform("min")
+    sns.lineplot(traces, x=seconds, y="power_w" if power else "util_pct", hue="job", estimator=None,
+                 linewidth=0.8, ax=ax)  # fmt: skip
+    ax.set(xlabel="time in job (s)", ylabel="power (W)" if power else "utilisation (%)", title="telemetry")
 
 
-def plot(table: pd.DataFrame, traces: list[Path | str], out: Path | str) -> None:
-    profile = table["profile"].iloc[0]
-    fig, (rate_ax, energy_ax, trace_ax) = figure(3, f"SGEMM FP32 on {profile}")
-
-    for backend, rows in table.groupby("backend"):
-        median = pick(rows, "rate").set_index("n")["value"]
-        p25 = pick(rows, "rate", "p25").set_index("n")["value"]
-        p75 = pick(rows, "rate", "p75").set_index("n")["value"]
-        rate_ax.errorbar(
-            median.index, median, yerr=[median - p25, p75 - median], marker="o", capsize=3, label=str(backend)
-        )
-        energy = pick(rows, "energy_per_op", "above_idle").set_index("n")["value"]
-        reliable = pick(rows, "energy_window_reliable", "value").set_index("n")["value"]
-        energy = energy[reliable.reindex(energy.index).fillna(0) > 0]  # windows too short are not drawn
-        if len(energy):
-            energy_ax.plot(energy.index, energy, marker="o", label=f"{backend}, above idle")
-    sizes = sorted(table["n"].unique())
-    rate_ax.set(xlabel="N", ylabel="TFLOP/s (median, IQR bars)", xscale="log", xticks=sizes)
-    rate_ax.set_xticklabels([str(n) for n in sizes])
-    rate_ax.legend()
-    if energy_ax.lines:
-        energy_ax.set(xlabel="N", ylabel="energy per product (J)", xscale="log", yscale="log", xticks=sizes)
-        energy_ax.set_xticklabels([str(n) for n in sizes])
-        energy_ax.legend()
-    else:
-        not_reported(energy_ax, "energy (no NVML or RAPL counter)")
-
-    for path in traces:
-        trace = pd.read_csv(path)
-        column, label = _trace_signal(trace)
-        t = trace["time_unix_s"] - trace["time_unix_s"].iloc[0]
-        trace_ax.plot(t, trace[column], lw=0.8, label=Path(path).name.split(".")[0])
-        trace_ax.set(xlabel="time in job (s)", ylabel=label)
-    trace_ax.legend(fontsize="small")
-    trace_ax.set_title("telemetry during each job", fontsize="medium")
-    save(fig, out)
+def plot(table: pd.DataFrame, traces: pd.DataFrame) -> Figure:
+    """Draw the figure from the tidy table of `gpurepro aggregate sgemm` and the traces of read_traces."""
+    fig, (rate_ax, energy_ax, trace_ax) = figure(3)
+    sns.lineplot(iqr_rows(table, "rate"), **BY_BACKEND, estimator="median", errorbar=("pi", 100),
+                 err_style="bars", err_kws={"capsize": 3}, ax=rate_ax)  # fmt: skip
+    rate_ax.set(xlabel="N", ylabel=f"{unit(table, 'rate')} (median, IQR bars)", title="rate")
+    reliable = pick(table, "energy_window_reliable", "value").rename(columns={"value": "reliable"})
+    energy = pick(table, "energy_per_op", "above_idle").merge(reliable[["backend", "n", "reliable"]])
+    energy = energy[energy["reliable"] > 0].dropna(subset=["value"])  # too short a window is not drawn
+    if energy.empty:
+        not_reported(energy_ax, "energy per product: not reported by this device (no NVML or RAPL counter)")
+    sns.lineplot(energy, **BY_BACKEND, errorbar=None, ax=energy_ax)
+    energy_ax.set(xlabel="N", ylabel="J per product, above idle", title="energy per product")
+    for ax in (rate_ax, energy_ax):
+        log_where_wide(ax)
+        ticks_at(ax, sorted(int(n) for n in table["n"].unique()))
+    _traces(trace_ax, traces)
+    return finish(fig, f"SGEMM FP32 on {table['profile'].iloc[0]}")

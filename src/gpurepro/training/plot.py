@@ -1,60 +1,66 @@
-"""plot_ddp: ResNet-50 training images/s against the number of GPUs, beside the ideal line (k times the
-1-GPU rate), and the scaling efficiency per GPU count. Failed counts are listed under the figure."""
+"""plot_ddp: ResNet-50 training images/s against the number of GPUs and the scaling efficiency per GPU
+count, each beside its ideal (k times the 1-GPU rate; 100%). Failed counts are listed under the figure."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
-from ..plotting import figure, save
+from ..plotting import failures, finish, not_reported, nothing_ran, ticks_at
 from ..tables import pick
 
+# Panel: its y label, and how a measured point's value is written beside it.
+PANELS = {"throughput": ("images/s (all GPUs, warm-up excluded)", "{:,.0f}"),
+          "scaling efficiency": ("% of k x the 1-GPU rate", "{:.0f}%")}  # fmt: skip
+SERIES = {"measured": "C0", "ideal": "0.5"}  # the ideal in grey, a reference rather than a result
 
-def _values(table: pd.DataFrame, metric: str, statistic: str) -> pd.Series:
-    rows = pick(table, metric, statistic)
-    return rows.set_index("gpus")["value"].sort_index()
+
+def _panels(ok: pd.DataFrame) -> pd.DataFrame:
+    """Both panels' points, measured and (where a 1-GPU run exists) ideal, as one long frame."""
+    total = pick(ok, "throughput", "total")[["gpus", "value"]].assign(panel="throughput")
+    efficiency = pick(ok, "scaling_efficiency", "value")[["gpus", "value"]].assign(panel="scaling efficiency")
+    measured = pd.concat([total, efficiency], ignore_index=True).assign(series="measured")
+    one = total.loc[total["gpus"] == 1, "value"]
+    if one.empty:
+        return measured.dropna(subset=["value"])
+    ideal = pd.concat([total.assign(value=total["gpus"] * one.iloc[0]), efficiency.assign(value=100.0)])
+    return pd.concat([measured, ideal.assign(series="ideal")], ignore_index=True).dropna(subset=["value"])
 
 
-def plot(table: pd.DataFrame, out: Path | str) -> None:
+def _label_measured(grid: sns.FacetGrid, frame: pd.DataFrame) -> None:
+    """Each measured point's value under it, for quoting; the ideal usually runs above."""
+    for _, point in frame[frame["series"] == "measured"].iterrows():
+        ax, (_, value) = grid.axes_dict[point["panel"]], PANELS[point["panel"]]
+        ax.annotate(value.format(point["value"]), (point["gpus"], point["value"]), xytext=(0, -8),
+                    textcoords="offset points", ha="center", va="top", fontsize="small")  # fmt: skip
+
+
+def plot(table: pd.DataFrame) -> Figure:
     """Draw the figure from the tidy table of `gpurepro aggregate ddp`."""
     if table.empty:
         raise ValueError("the ddp table has no rows")
     ok = table[table["status"] == "ok"]
-    failed = table[table["status"] != "ok"].drop_duplicates("source_file")
     first = (ok if len(ok) else table).iloc[0]
     on_cpu = first["profile"] == "cpu"
-    unit = "processes (gloo)" if on_cpu else "GPUs"
+    counts = "processes (gloo)" if on_cpu else "GPUs"
+    notes = failures(table[table["status"] != "ok"].drop_duplicates("source_file"), "{gpus} " + counts)
     title = (
         f"{first['model']} training on {first['profile']}: {first['precision']}, "
         f"batch {first['batch_per_gpu']} per {'process' if on_cpu else 'GPU'}, {first['data']}"
     )
-    fig, (rate_ax, efficiency_ax) = figure(2, title)
-    total = _values(ok, "throughput", "total")
-    if len(total):
-        rate_ax.plot(total.index, total.values, marker="o", label="measured")
-        if 1 in total.index:
-            rate_ax.plot(total.index, total.index * total.loc[1], linestyle="--", color="grey", label="ideal")
-        for gpus, value in total.items():
-            rate_ax.annotate(f"{value:,.0f}", (gpus, value), textcoords="offset points", xytext=(0, 6),
-                             ha="center", fontsize="small")  # fmt: skip
-        rate_ax.set_xticks(list(total.index))
-        rate_ax.legend(fontsize="small")
-    rate_ax.set(xlabel=unit, ylabel="images/s (all GPUs, warm-up excluded)", title="throughput")
-    rate_ax.set_ylim(bottom=0)
-    efficiency = _values(ok, "scaling_efficiency", "value").dropna()
-    if len(efficiency):
-        efficiency_ax.bar([str(g) for g in efficiency.index], efficiency.values, color="tab:blue")
-        efficiency_ax.axhline(100, linestyle="--", color="grey")
-        for i, value in enumerate(efficiency.values):
-            efficiency_ax.text(i, value, f"{value:.0f}%", ha="center", va="bottom", fontsize="small")
-    else:
-        efficiency_ax.text(
-            0.5, 0.5, "no 1-GPU run to compare with", ha="center", transform=efficiency_ax.transAxes
-        )
-    efficiency_ax.set(xlabel=unit, ylabel="scaling efficiency vs 1 (%)", title="speedup / count")
-    efficiency_ax.set_ylim(bottom=0)
-    if len(failed):
-        listing = "; ".join(f"{r['gpus']}: {str(r['reason'])[:70]}" for _, r in failed.iterrows())
-        fig.text(0.01, 0.003, f"failed: {listing}", fontsize="x-small", va="bottom")
-    save(fig, out)
+    frame = _panels(ok)
+    if frame.empty:
+        return nothing_ran(title, notes)
+    grid = sns.relplot(
+        frame, kind="line", x="gpus", y="value", col="panel", col_order=list(PANELS), hue="series",
+        style="series", palette=SERIES, markers=True, height=3.8, aspect=1.2, facet_kws={"sharey": False},
+    )  # fmt: skip
+    grid.set_titles("{col_name}")
+    for panel, ax in grid.axes_dict.items():
+        ax.set(xlabel=counts, ylabel=PANELS[panel][0], ylim=(0, None))
+        if not ax.has_data():
+            not_reported(ax, "scaling efficiency: no 1-GPU run to compare with")
+        ticks_at(ax, sorted(int(g) for g in frame["gpus"].unique()))
+    _label_measured(grid, frame)
+    return finish(grid, title, notes)
