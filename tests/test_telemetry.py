@@ -1,5 +1,6 @@
-"""Telemetry: the sampler's rate and columns on a real source, errors surfacing, RAPL accounting across a
-counter wrap, energy windows, idle baselines and the cool-down rule."""
+"""Telemetry: the samplers' rate and columns on a real source, errors surfacing, RAPL accounting across a
+counter wrap, energy windows, idle baselines and the cool-down rule. The sampling process itself (its
+start, shutdown and death with its parent) is tested in test_telemetry_process.py."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import pytest
 
 from gpurepro.telemetry import (
     SAMPLE_COLUMNS,
+    SAMPLERS,
     CpuSource,
     EnergyMeter,
-    TelemetrySampler,
+    ThreadSampler,
     measure_idle,
+    open_sampler,
     wait_for_cooldown,
 )
 from gpurepro.telemetry.align import attach
@@ -25,12 +28,17 @@ from gpurepro.telemetry.rapl import RaplMeter
 from .conftest import needs_gpu
 
 
-def test_cpu_sampler_reaches_its_rate_with_all_columns() -> None:
-    with TelemetrySampler(CpuSource(), rate_hz=100) as sampler:
+@pytest.mark.parametrize("kind", SAMPLERS)
+def test_cpu_sampler_reaches_its_rate_with_all_columns(kind: str) -> None:
+    with open_sampler(CpuSource(), rate_hz=100, kind=kind) as sampler:
         time.sleep(1.0)
     trace = sampler.trace
+    assert trace.sampler == kind
     assert list(trace.frame.columns) == SAMPLE_COLUMNS
+    assert set(trace.frame["device"]) == {"cpu"}
     assert 70 <= trace.achieved_rate_hz <= 110
+    duration = trace.end_unix_s - trace.start_unix_s
+    assert abs(len(trace.frame) + trace.dropped_samples - 100 * duration) <= 3  # every deadline accounted
     assert trace.frame["time_unix_s"].is_monotonic_increasing
     assert trace.frame["util_pct"].between(0, 100).all()
 
@@ -40,14 +48,16 @@ class _FailingSource(CpuSource):
         raise OSError("sensor vanished")
 
 
-def test_sampler_reports_a_failing_source() -> None:
-    sampler = TelemetrySampler(_FailingSource(), rate_hz=50)
+def test_thread_sampler_reports_a_failing_source() -> None:
+    sampler = ThreadSampler(_FailingSource(), rate_hz=50)
     sampler.start()
     time.sleep(0.05)
     with pytest.raises(RuntimeError, match="telemetry sampling failed: sensor vanished"):
         sampler.stop()
-    with pytest.raises(ValueError):
-        TelemetrySampler(CpuSource(), rate_hz=0)
+    with pytest.raises(ValueError, match="rate_hz must be positive"):
+        open_sampler(CpuSource(), rate_hz=0)
+    with pytest.raises(ValueError, match="sampler must be one of process, thread"):
+        open_sampler(CpuSource(), rate_hz=50, kind="fibre")
 
 
 def _rapl_tree(root: Path, energy_uj: int, max_uj: int = 1_000_000) -> Path:
@@ -168,12 +178,13 @@ def test_attach_matches_samples_to_reps() -> None:
 
 
 @needs_gpu
-def test_nvml_sampler_on_a_real_gpu() -> None:
+@pytest.mark.parametrize("kind", SAMPLERS)
+def test_nvml_sampler_on_a_real_gpu(kind: str) -> None:
     from gpurepro.telemetry import NvmlSource
 
     source = NvmlSource([0])
     try:
-        with TelemetrySampler(source, rate_hz=50) as sampler:
+        with open_sampler(source, rate_hz=50, kind=kind) as sampler:
             time.sleep(2)
         meter = EnergyMeter(source, min_window_s=1)
         meter.begin_window("w")
@@ -182,7 +193,8 @@ def test_nvml_sampler_on_a_real_gpu() -> None:
     finally:
         source.close()
     frame = sampler.trace.frame
-    assert sampler.trace.achieved_rate_hz >= 45
+    assert sampler.trace.achieved_rate_hz >= (49 if kind == "process" else 45)
+    assert set(frame["device"]) == {"0"}
     assert frame["power_w"].gt(0).all() and frame["sm_clock_mhz"].gt(0).all()
     assert window.method == "nvml_energy_counter" and 10 < window.avg_power_w < 2000
 

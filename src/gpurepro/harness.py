@@ -3,7 +3,8 @@
 1. cool down (wait until the device's temperature settles),
 2. idle baseline (power and temperature with nothing running), taken before the workload is prepared: a
    process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle,
-3. timed repetitions with the telemetry sampler running in the background,
+3. timed repetitions with the telemetry sampler running beside them, in a process of its own by default
+   (telemetry/process.py), so it takes no time from the measured interpreter,
 4. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
    NVML's energy counter updates only about every 100 ms (skipped, and said so, where there is no counter).
    Workloads run by another process (the CUDA kernels) have no operation to repeat from Python; their
@@ -23,17 +24,22 @@ from typing import Any
 import pandas as pd
 
 from .telemetry import (
+    DEFAULT_SAMPLER,
     CooldownResult,
     EnergyMeter,
     EnergyWindow,
     IdleBaseline,
-    TelemetrySampler,
     TelemetrySource,
     Trace,
     idle_baseline,
+    open_sampler,
     wait_for_cooldown,
     window_from_trace,
 )
+
+# Phases shorter than this get no achieved rate of their own: a second holds enough sample periods for
+# the rate to be within a few percent at the default 50 Hz.
+MIN_RATE_PHASE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class TelemetrySettings:
     idle_seconds: float = 5.0
     min_energy_window_s: float = 3.0
     cooldown_max_wait_s: float = 120.0
+    sampler: str = DEFAULT_SAMPLER  # "process" or "thread" (telemetry.samplers)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class Measurement:
     idle: dict[str, IdleBaseline]
     energy: dict[str, EnergyResult]
     energy_note: str
+    phase_rates_hz: dict[str, float]  # achieved sampling rate per phase (idle, prepare, reps, energy)
 
     def summary(self) -> dict[str, Any]:
         """The window-level facts that go into the provenance sidecar."""
@@ -99,11 +107,7 @@ class Measurement:
             "idle": {device: idle.as_dict() for device, idle in self.idle.items()},
             "energy": {device: result.as_dict() for device, result in self.energy.items()},
             "energy_note": self.energy_note,
-            "telemetry": {
-                "requested_rate_hz": self.trace.requested_rate_hz,
-                "achieved_rate_hz": self.trace.achieved_rate_hz,
-                "samples": len(self.trace.frame),
-            },
+            "telemetry": {**self.trace.describe(), "achieved_rate_hz_by_phase": self.phase_rates_hz},
         }
 
 
@@ -150,6 +154,14 @@ class _Phases:
         finally:
             self.intervals.append((name, start, time.time()))
 
+    def rates_hz(self, trace: Trace) -> dict[str, float]:
+        """The sampler's achieved rate in each phase that lasted MIN_RATE_PHASE_S or longer."""
+        return {
+            name: trace.rate_between(start, end)
+            for name, start, end in self.intervals
+            if end - start >= MIN_RATE_PHASE_S
+        }
+
     def label(self, times: pd.Series) -> pd.Series:
         labels = pd.Series("between", index=times.index)
         for name, start, end in self.intervals:
@@ -174,7 +186,7 @@ def measure(
         if meter.method != "unavailable"
         else "energy not measured: this device has no readable energy counter"
     )
-    with TelemetrySampler(source, settings.rate_hz) as sampler:
+    with open_sampler(source, settings.rate_hz, settings.sampler) as sampler:
         with phases.phase("idle"):
             meter.begin_window("idle")
             time.sleep(settings.idle_seconds)
@@ -213,4 +225,4 @@ def measure(
             device: EnergyResult(window, operations, idle[device].power_w)
             for device, window in windows.items()
         }
-    return Measurement(reps, trace, cooldown, idle, energy, note)
+    return Measurement(reps, trace, cooldown, idle, energy, note, phases.rates_hz(trace))

@@ -163,11 +163,13 @@ def record_failure(
 
 def _report(result: harness.Measurement, reps: pd.DataFrame) -> None:
     """A short human summary on stderr (the log), next to the raw files."""
-    summary = result.summary()
+    telemetry = result.summary()["telemetry"]
+    phases = ", ".join(f"{name} {rate:.1f}" for name, rate in telemetry["achieved_rate_hz_by_phase"].items())
     print(
-        f"telemetry: {summary['telemetry']['achieved_rate_hz']:.1f} Hz achieved "
-        f"({summary['telemetry']['requested_rate_hz']:g} requested); cool-down {result.cooldown.status} "
-        f"after {result.cooldown.waited_s:.0f} s",
+        f"telemetry: {telemetry['achieved_rate_hz']:.1f} Hz achieved ({telemetry['requested_rate_hz']:g} "
+        f"requested; by phase: {phases or 'none long enough'}), {telemetry['dropped_samples']} dropped, "
+        f"{telemetry['sampler']} sampler started in {telemetry['sampler_start_s']:.2f} s; "
+        f"cool-down {result.cooldown.status} after {result.cooldown.waited_s:.0f} s",
         file=sys.stderr,
     )
     for device, idle in result.idle.items():

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from ..harness import TelemetrySettings
+from ..telemetry import SAMPLERS
 
 
 def gpu_or_cpu(value: str) -> int | str:
@@ -38,6 +39,16 @@ def add_config_hash_option(parser: argparse.ArgumentParser | argparse._ArgumentG
     )
 
 
+def add_sampler_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: str) -> None:
+    parser.add_argument(
+        "--sampler",
+        choices=list(SAMPLERS),
+        default=default,
+        help="where the telemetry sampler runs: its own process, which takes no time from the measured "
+        f"work, or a thread of the measuring process (default: {default})",
+    )
+
+
 def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     """Profile check, output files and telemetry settings of a measuring subcommand."""
     group = parser.add_argument_group("measurement")
@@ -61,6 +72,7 @@ def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=0)
     defaults = TelemetrySettings()
     group.add_argument("--rate-hz", type=float, default=defaults.rate_hz, help="telemetry samples per second")
+    add_sampler_option(group, defaults.sampler)
     group.add_argument("--idle-seconds", type=float, default=defaults.idle_seconds)
     group.add_argument("--energy-window-s", type=float, default=defaults.min_energy_window_s)
     group.add_argument("--cooldown-max-wait-s", type=float, default=defaults.cooldown_max_wait_s)
@@ -72,4 +84,5 @@ def telemetry_settings(args: argparse.Namespace) -> TelemetrySettings:
         idle_seconds=args.idle_seconds,
         min_energy_window_s=args.energy_window_s,
         cooldown_max_wait_s=args.cooldown_max_wait_s,
+        sampler=args.sampler,
     )

@@ -1,25 +1,41 @@
-"""Telemetry: background sampling of power, clocks, temperature and throttle reasons; energy windows;
-idle baselines; cool-down. NVML for NVIDIA GPUs, psutil and RAPL for the CPU."""
+"""Telemetry: sampling of power, clocks, temperature and throttle reasons in a process of its own (or a
+thread); energy windows; idle baselines; cool-down. NVML for NVIDIA GPUs, psutil and RAPL for the CPU.
 
-from .cooldown import CooldownResult, wait_for_cooldown
-from .energy import EnergyMeter, EnergyWindow, IdleBaseline, idle_baseline, measure_idle, window_from_trace
-from .sampler import TelemetrySampler, Trace
-from .sources import SAMPLE_COLUMNS, CpuSource, NvmlSource, TelemetrySource, open_source
+Names are imported from their modules on first use, so the sampling process (worker.py), which imports
+this package on its way to its source, does not load pandas and numpy with the rest of it.
+"""
 
-__all__ = [
-    "SAMPLE_COLUMNS",
-    "CooldownResult",
-    "CpuSource",
-    "EnergyMeter",
-    "EnergyWindow",
-    "IdleBaseline",
-    "NvmlSource",
-    "TelemetrySampler",
-    "TelemetrySource",
-    "Trace",
-    "idle_baseline",
-    "measure_idle",
-    "open_source",
-    "wait_for_cooldown",
-    "window_from_trace",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "CooldownResult": "cooldown",
+    "wait_for_cooldown": "cooldown",
+    "EnergyMeter": "energy",
+    "EnergyWindow": "energy",
+    "IdleBaseline": "energy",
+    "idle_baseline": "energy",
+    "measure_idle": "energy",
+    "window_from_trace": "energy",
+    "ProcessSampler": "process",
+    "Sampler": "sampler",
+    "ThreadSampler": "sampler",
+    "Trace": "sampler",
+    "DEFAULT_SAMPLER": "samplers",
+    "SAMPLERS": "samplers",
+    "open_sampler": "samplers",
+    "SAMPLE_COLUMNS": "sources",
+    "CpuSource": "sources",
+    "NvmlSource": "sources",
+    "TelemetrySource": "sources",
+    "open_source": "sources",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

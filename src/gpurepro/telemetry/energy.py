@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .sampler import TelemetrySampler
+from .samplers import DEFAULT_SAMPLER, open_sampler
 from .sources import TelemetrySource
 
 
@@ -152,10 +152,12 @@ def idle_baseline(samples: pd.DataFrame, window: EnergyWindow) -> IdleBaseline:
     )
 
 
-def measure_idle(source: TelemetrySource, seconds: float, rate_hz: float) -> dict[str, IdleBaseline]:
+def measure_idle(
+    source: TelemetrySource, seconds: float, rate_hz: float, sampler_kind: str = DEFAULT_SAMPLER
+) -> dict[str, IdleBaseline]:
     """Sample idle devices for `seconds` and return each one's baseline."""
     meter = EnergyMeter(source, min_window_s=seconds)
-    with TelemetrySampler(source, rate_hz) as sampler:
+    with open_sampler(source, rate_hz, sampler_kind) as sampler:
         meter.begin_window("idle")
         time.sleep(seconds)
         windows = meter.end_window("idle")

@@ -1,86 +1,157 @@
-"""A background sampler: reads a telemetry source at a fixed rate while the measured work runs.
+"""What every telemetry sampler does and returns, and the sampler that runs as a thread.
 
-It runs in a daemon thread; NVML and file reads happen in C or the kernel with the GIL released, so the
-measured thread is barely touched (benchmarks/telemetry_overhead.py measures by how much).
+A sampler reads a telemetry source at a fixed rate while the measured work runs, and returns a Trace.
+The default one runs in its own process (process.py), so it never competes with the measured work for
+the interpreter. The thread kept here runs inside the measured process: NVML and file reads release the
+GIL, which is enough for device-bound work, but on host-bound work (eager inference at batch 1, small
+training steps) it competes with the work it measures. It stays for comparison
+(benchmarks/telemetry_overhead.py) and as a fallback (config `telemetry.sampler: thread`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
+from .deadlines import Deadlines
 from .sources import SAMPLE_COLUMNS, TelemetrySource
 
 
 @dataclass(frozen=True)
 class Trace:
-    """Samples taken between start() and stop(), with the rate actually achieved."""
+    """Samples taken between start() and stop(), and how the sampler ran: its kind, the rate it achieved,
+    the samples it dropped (deadlines passed without a sample) and how long it took to start."""
 
     frame: pd.DataFrame
     requested_rate_hz: float
     start_unix_s: float
     end_unix_s: float
+    sampler: str  # "process" or "thread"
+    dropped_samples: int
+    start_cost_s: float
 
     @property
     def achieved_rate_hz(self) -> float:
-        """Samples per second per device over the sampling period."""
-        duration = self.end_unix_s - self.start_unix_s
-        devices = max(self.frame["device"].nunique(), 1) if len(self.frame) else 1
-        return (len(self.frame) / devices) / duration if duration > 0 else 0.0
+        """Samples per second per device over the whole sampling period (see rate_between)."""
+        return self.rate_between(self.start_unix_s, self.end_unix_s)
+
+    def rate_between(self, start_unix_s: float, end_unix_s: float) -> float:
+        """Samples per second per device taken between two instants: the requested rate times the share
+        of the sampling deadlines (start_unix_s + k / requested rate) in that span that got a sample.
+
+        Counting deadlines rather than dividing by the span's length keeps short spans exact: half a
+        second at 50 Hz holds 25 or 26 deadlines depending on where it falls, which divided by 0.5 s would
+        read as 50 or 52 Hz. NaN for a span with no deadline in it."""
+        start, end = max(start_unix_s, self.start_unix_s), min(end_unix_s, self.end_unix_s)
+        period = 1.0 / self.requested_rate_hz
+        first = math.ceil((start - self.start_unix_s) / period)
+        last = math.floor((end - self.start_unix_s) / period)
+        if last < first:
+            return math.nan
+        samples = self.between(start, end)
+        per_device = len(samples) / max(samples["device"].nunique(), 1)
+        return self.requested_rate_hz * per_device / (last - first + 1)
 
     def between(self, start_unix_s: float, end_unix_s: float) -> pd.DataFrame:
         times = self.frame["time_unix_s"]
         return self.frame[(times >= start_unix_s) & (times <= end_unix_s)]
 
+    def describe(self) -> dict[str, Any]:
+        """How the sampler ran, for provenance."""
+        return {
+            "sampler": self.sampler,
+            "requested_rate_hz": self.requested_rate_hz,
+            "achieved_rate_hz": self.achieved_rate_hz,
+            "samples": len(self.frame),
+            "dropped_samples": self.dropped_samples,
+            "sampler_start_s": self.start_cost_s,
+        }
 
-class TelemetrySampler:
-    """Sample `source` every 1/rate_hz seconds in a background thread until stopped.
+
+class Sampler(ABC):
+    """Sample `source` every 1/rate_hz seconds from start() to stop().
 
     Usage:
-        with TelemetrySampler(source, rate_hz=50) as sampler:
+        with open_sampler(source, rate_hz=50) as sampler:
             work()
         trace = sampler.trace
     """
+
+    kind: ClassVar[str]
 
     def __init__(self, source: TelemetrySource, rate_hz: float) -> None:
         if rate_hz <= 0:
             raise ValueError(f"rate_hz must be positive, got {rate_hz}")
         self.source = source
         self.rate_hz = rate_hz
+        self.trace: Trace | None = None
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start sampling; when this returns, samples are being taken."""
+
+    @abstractmethod
+    def stop(self) -> Trace:
+        """Stop sampling and return the trace; a failure of the source while sampling is raised here
+        as RuntimeError('telemetry sampling failed: ...')."""
+
+    def __enter__(self) -> Sampler:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.stop()
+            return
+        with contextlib.suppress(RuntimeError):  # the work's own error is the one to report
+            self.stop()
+
+
+class ThreadSampler(Sampler):
+    """The sampler as a daemon thread of the measured process."""
+
+    kind = "thread"
+
+    def __init__(self, source: TelemetrySource, rate_hz: float) -> None:
+        super().__init__(source, rate_hz)
         self._rows: list[dict[str, Any]] = []
         self._stop = threading.Event()
+        self._started = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._dropped = 0
         self._start_unix_s = 0.0
-        self.trace: Trace | None = None
 
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("sampler already started")
-        self._start_unix_s = time.time()
         self._thread = threading.Thread(target=self._run, name="gpurepro-telemetry", daemon=True)
         self._thread.start()
+        self._started.wait()  # as the process sampler: the first sample is taken when start() returns
 
     def _run(self) -> None:
-        period = 1.0 / self.rate_hz
-        next_at = time.perf_counter()
+        deadlines = Deadlines(self.rate_hz)
+        self._start_unix_s = time.time()  # the first deadline, which rate_between counts from
         try:
-            while not self._stop.is_set():
+            self._rows.extend(self.source.read())
+            self._started.set()
+            while not self._stop.wait(deadlines.wait_s()):
                 self._rows.extend(self.source.read())
-                # Fixed-rate schedule: a slow read delays one sample, not every later one.
-                next_at += period
-                delay = next_at - time.perf_counter()
-                if delay < 0:
-                    next_at = time.perf_counter()
-                    delay = 0
-                self._stop.wait(delay)
         except BaseException as err:  # surfaced in stop(), never lost in the thread
             self._error = err
+        finally:
+            self._started.set()
+        self._dropped = deadlines.dropped
 
     def stop(self) -> Trace:
         if self._thread is None:
@@ -90,14 +161,7 @@ class TelemetrySampler:
         if self._error is not None:
             raise RuntimeError(f"telemetry sampling failed: {self._error}") from self._error
         frame = pd.DataFrame(self._rows, columns=SAMPLE_COLUMNS)
-        self.trace = Trace(frame, self.rate_hz, self._start_unix_s, time.time())
+        self.trace = Trace(
+            frame, self.rate_hz, self._start_unix_s, time.time(), self.kind, self._dropped, 0.0
+        )
         return self.trace
-
-    def __enter__(self) -> TelemetrySampler:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -2,12 +2,14 @@
 
 Both sources return rows with the same columns, so the sampler, the trace files and the plots do not care
 which one ran. Units are in the column names. A value a source cannot read is NaN, never a made-up zero.
+Each source also says how to open it again (`spec()`, plain JSON), so the sampling process opens its own.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
@@ -40,6 +42,10 @@ class TelemetrySource(Protocol):
 
     def devices(self) -> list[str]: ...
 
+    def spec(self) -> dict[str, Any]:
+        """How to open this source again in another process (see `source_from_spec`)."""
+        ...
+
     def read(self) -> list[dict[str, Any]]:
         """One row per device with SAMPLE_COLUMNS."""
         ...
@@ -65,6 +71,7 @@ class NvmlSource:
     kind = "nvml"
 
     def __init__(self, indices: list[int]) -> None:
+        self._indices = list(indices)
         self._session = nvml.session()
         self._session.__enter__()
         try:
@@ -78,6 +85,9 @@ class NvmlSource:
 
     def devices(self) -> list[str]:
         return list(self._handles)
+
+    def spec(self) -> dict[str, Any]:
+        return {"kind": self.kind, "gpus": self._indices}
 
     def _power(self, h: Any) -> tuple[float, float]:
         """(instant, average) power in W; falls back to nvmlDeviceGetPowerUsage on older GPUs."""
@@ -162,6 +172,9 @@ class CpuSource:
     def devices(self) -> list[str]:
         return ["cpu"]
 
+    def spec(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rapl_root": str(self.rapl.root)}
+
     def read(self) -> list[dict[str, Any]]:
         now = time.time()
         energy = self.rapl.joules() if self.rapl.available else NAN
@@ -200,3 +213,10 @@ class CpuSource:
 def open_source(gpu_indices: list[int] | None) -> TelemetrySource:
     """NVML for the given GPUs, or the CPU source when no GPU is asked for."""
     return NvmlSource(gpu_indices) if gpu_indices else CpuSource()
+
+
+def source_from_spec(spec: dict[str, Any]) -> TelemetrySource:
+    """The source a `spec()` describes, opened afresh (in the sampling process)."""
+    if spec["kind"] == "nvml":
+        return NvmlSource(spec["gpus"])
+    return CpuSource(RaplMeter(Path(spec["rapl_root"])))

@@ -1,0 +1,172 @@
+"""The sampler in its own process: its schedule, that its samples line up with the measured process's
+clock, that it imports nothing heavy, that its failures reach the parent, that it is gone after stop()
+and when the measured process is killed, and that a measurement's provenance says how it ran."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from gpurepro.harness import TelemetrySettings, Workload, measure
+from gpurepro.telemetry import SAMPLERS, CpuSource, ProcessSampler
+from gpurepro.telemetry.align import attach
+from gpurepro.telemetry.deadlines import Deadlines
+from gpurepro.telemetry.rapl import RaplMeter
+from gpurepro.telemetry.worker import stop_requested
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    """True once `pid` no longer runs (exited, or a zombie nobody has reaped yet) within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_deadlines_hold_the_rate_and_count_what_they_drop() -> None:
+    clock = _Clock()
+    deadlines = Deadlines(10, clock)  # a sample due every 0.1 s from 0
+    clock.now = 0.02  # a read of 20 ms: wait for the deadline, not a full period after the read
+    assert deadlines.wait_s() == pytest.approx(0.08)
+    clock.now = 0.1 + 0.25  # the read at 0.1 took 250 ms: 0.2 passed unsampled, 0.3 is late
+    assert deadlines.wait_s() == 0.0 and deadlines.dropped == 1
+    clock.now = 0.36  # the late sample for 0.3 is taken at once; the schedule is unchanged
+    assert deadlines.wait_s() == pytest.approx(0.04) and deadlines.dropped == 1
+
+
+def test_samples_line_up_with_the_measured_process_clock() -> None:
+    with ProcessSampler(CpuSource(), rate_hz=100) as sampler:
+        pid = sampler.pid
+        reps = []
+        for rep in range(3):
+            start = time.time()
+            time.sleep(0.3)
+            reps.append({"rep": rep, "t_start_unix_s": start, "t_end_unix_s": time.time()})
+    assert pid is not None and _gone(pid, 0.1)  # stop() reaps the sampling process
+    trace = sampler.trace
+    assert trace.sampler == "process" and trace.start_cost_s > 0
+    assert trace.start_unix_s <= reps[0]["t_start_unix_s"] and trace.end_unix_s >= reps[-1]["t_end_unix_s"]
+    assert trace.frame["time_unix_s"].is_monotonic_increasing
+    counts = attach(pd.DataFrame(reps), trace.frame)["telemetry_samples"]
+    assert counts.between(24, 32).all(), counts.tolist()  # 0.3 s at 100 Hz, stamped on one clock
+
+
+def test_the_sampling_process_imports_neither_torch_nor_pandas() -> None:
+    probe = (
+        "import sys, gpurepro.telemetry.worker; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'pandas', 'numpy'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_worker_stops_when_the_pipe_closes_or_the_parent_changes() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        assert not stop_requested(read_end, 0.01, os.getppid())
+        assert stop_requested(read_end, 0.01, os.getppid() + 1)  # reparented: the parent died
+        os.close(write_end)
+        assert stop_requested(read_end, 1.0, os.getppid())
+    finally:
+        os.close(read_end)
+
+
+class _UnopenableGpu(CpuSource):
+    """A source whose spec names a GPU the sampling process cannot open (no NVML, or no such index)."""
+
+    def spec(self) -> dict:
+        return {"kind": "nvml", "gpus": [999]}
+
+
+def test_a_source_the_worker_cannot_open_fails_start() -> None:
+    sampler = ProcessSampler(_UnopenableGpu(), rate_hz=50)
+    with pytest.raises(RuntimeError, match="telemetry sampling process did not start: .*(NVML|999)"):
+        sampler.start()
+
+
+def test_a_failing_read_in_the_worker_reaches_stop(tmp_path: Path) -> None:
+    zone = tmp_path / "intel-rapl:0"
+    zone.mkdir()
+    (zone / "energy_uj").write_text("0\n")
+    (zone / "max_energy_range_uj").write_text("1000000\n")
+    sampler = ProcessSampler(CpuSource(RaplMeter(tmp_path)), rate_hz=50)
+    sampler.start()
+    (zone / "energy_uj").unlink()  # the counter vanishes while the worker samples it
+    time.sleep(0.1)
+    with pytest.raises(RuntimeError, match="telemetry sampling failed: FileNotFoundError"):
+        sampler.stop()
+    assert _gone(sampler.pid, 0.1)
+
+
+def test_the_worker_is_stopped_when_the_work_fails() -> None:
+    with pytest.raises(ZeroDivisionError), ProcessSampler(CpuSource(), rate_hz=50) as sampler:
+        pid = sampler.pid
+        _ = 1 / 0
+    assert _gone(pid, 0.1)
+
+
+MEASURER = textwrap.dedent(
+    """
+    import sys, time
+    from gpurepro.telemetry import CpuSource, ProcessSampler
+
+    sampler = ProcessSampler(CpuSource(), rate_hz=50)
+    sampler.start()
+    print(sampler.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_the_sampler_dies_with_a_killed_measuring_process() -> None:
+    measurer = subprocess.Popen([sys.executable, "-c", MEASURER], stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(measurer.stdout.readline())
+        assert psutil.Process(worker).ppid() == measurer.pid
+        measurer.send_signal(signal.SIGKILL)
+        measurer.wait()
+        assert _gone(worker, within_s=2.0)
+    finally:
+        measurer.kill()
+        measurer.wait()
+
+
+@pytest.mark.parametrize("kind", SAMPLERS)
+def test_a_measurement_records_how_its_sampler_ran(kind: str) -> None:
+    def timed_reps() -> pd.DataFrame:
+        start = time.time()
+        time.sleep(0.2)
+        return pd.DataFrame({"ms": [200.0], "t_start_unix_s": [start], "t_end_unix_s": [time.time()]})
+
+    settings = TelemetrySettings(
+        rate_hz=100, idle_seconds=1.0, min_energy_window_s=0.1, cooldown_max_wait_s=0, sampler=kind
+    )
+    workload = Workload(timed_reps, lambda: time.sleep(0.01), lambda: None)
+    telemetry = measure(CpuSource(), settings, lambda: workload).summary()["telemetry"]
+    assert telemetry["sampler"] == kind
+    assert telemetry["requested_rate_hz"] == 100 and 90 <= telemetry["achieved_rate_hz"] <= 105
+    assert telemetry["dropped_samples"] >= 0 and telemetry["samples"] > 100
+    assert set(telemetry["achieved_rate_hz_by_phase"]) == {"idle"}  # the only phase of a second or more
+    assert 95 <= telemetry["achieved_rate_hz_by_phase"]["idle"] <= 102
