@@ -18,17 +18,19 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import provenance
+from .. import nvml
 from ..datasets.specs import SOURCES, SPECS
-from ..datasets.workers import resolve_workers, usable_cpus
+from ..datasets.workers import resolve_workers
 from ..errors import GpureproError
 from ..measure_job import Target, record_failure, resolve_target
-from ..profiles import load_profile
-from ..results import ensure_absent, write_raw
+from ..results import ensure_absent
 from .infer import default_gpu, pick_precision
 from .options import add_config_hash_option, positive_int
+
+if TYPE_CHECKING:
+    from ..training.rank import TrainJob
 
 MODEL_NAMES = ("resnet50",)  # training.model.MODELS; named here so `--help` does not wait for torch
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -195,6 +197,24 @@ def _processes(args: argparse.Namespace, gpus: list[int] | str) -> int:
     return len(gpus)
 
 
+def _job(args: argparse.Namespace, target: Target, gpus: list[int] | str, processes: int) -> TrainJob:
+    """The run as every process of it needs it: settings resolved, where the result goes."""
+    from ..training.rank import TrainJob
+
+    settings = settings_from(args, target)
+    return TrainJob(
+        settings=settings,
+        gpus=gpus,
+        profile=target.profile["name"],
+        device_mismatch=target.device_mismatch,
+        describe=_describe(settings, gpus, processes),
+        config_hash=args.config_hash,
+        out=args.out,
+        ready_file=args.ready_file,
+        until_stopped=args.until_stopped,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from ..training import distributed
 
@@ -211,21 +231,15 @@ def run(args: argparse.Namespace) -> int:
         resolve_target(g, args.profile, _device_check(args)) for g in (["cpu"] if gpus == "cpu" else gpus)
     ]
     target = targets[0]
-    settings = settings_from(args, target)
-    describe = _describe(settings, gpus, processes)
+    job = _job(args, target, gpus, processes)
     if args.out:
         ensure_absent(args.out)
     if processes == 1:
-        return _single(args, target, settings, describe, gpus)
+        return _single(args, target, job)
     from ..training import launch
 
     try:
-        failure = launch.run(
-            processes,
-            _worker_argv(args, gpus, settings),
-            None if gpus == "cpu" else gpus,
-            target.profile["name"],
-        )
+        failure = launch.run(processes, job)
     except KeyboardInterrupt:
         if not args.until_stopped:
             raise
@@ -233,173 +247,54 @@ def run(args: argparse.Namespace) -> int:
         print("stopped by a signal; every rank stopped", file=sys.stderr)
         return 0
     if failure:
-        return record_failure(args, target, describe, failure)
+        return record_failure(args, target, job.describe, failure)
     return 0
 
 
-def _worker_argv(args: argparse.Namespace, gpus: list[int] | str, settings) -> list[str]:
-    """This command for each rank, with every setting spelled out (the launcher resolved the defaults)."""
-    argv = ["train", args.model, "--gpus", "cpu" if gpus == "cpu" else ",".join(map(str, gpus))]
-    argv += ["--batch-size", str(settings.batch_size), "--precision", settings.precision]
-    argv += ["--channels-last" if settings.channels_last else "--no-channels-last"]
-    argv += ["--warmup", str(settings.warmup), "--log-interval", str(settings.log_interval)]
-    if settings.iterations is not None:
-        argv += ["--iterations", str(settings.iterations)]
-    elif settings.duration_s is not None:
-        argv += ["--duration", str(settings.duration_s)]
-    else:
-        argv += ["--until-stopped"]
-    data = settings.data
-    argv += [
-        "--source",
-        data.source,
-        "--like",
-        data.like,
-        "--workers",
-        str(data.workers),
-        "--seed",
-        str(data.seed),
-    ]
-    for option, value in (
-        ("--root", data.root),
-        ("--image-size", data.image_size),
-        ("--num-classes", data.num_classes),
-    ):
-        if value is not None:
-            argv += [option, str(value)]
-    for option, value in (
-        ("--out", args.out),
-        ("--ready-file", args.ready_file),
-        ("--profile", args.profile),
-    ):
-        if value is not None:
-            argv += [option, str(value)]
-    return argv + ["--device-check", _device_check(args), "--config-hash", args.config_hash]
-
-
-def _single(args: argparse.Namespace, target: Target, settings, describe: dict[str, Any], gpus) -> int:
+def _single(args: argparse.Namespace, target: Target, job: TrainJob) -> int:
     """One process, no DDP wrapper: the 1-GPU (or CPU) baseline."""
-    import torch
+    from ..training import rank
+    from ..training.distributed import SINGLE
 
-    from ..training import distributed
-
-    device = torch.device("cpu")
-    if target.gpu_index is not None:
-        if not torch.cuda.is_available():
-            raise GpureproError(
-                f"NVML sees GPU {target.gpu_index}, but this torch has no CUDA ({torch.__version__})"
-            )
-        device = torch.device("cuda", distributed.cuda_index(target.gpu_index))
-        torch.cuda.set_device(device)
-    started = _begin(args, target, gpus, describe)
+    device = rank.device_for(job, SINGLE)
+    started = rank.begin(job)
     try:
-        result = _train(args, settings, device, distributed.SINGLE)
-    except (torch.OutOfMemoryError, RuntimeError) as err:
-        if not _out_of_memory(err):
+        result = rank.train_job(job, device, SINGLE)
+    except RuntimeError as err:  # torch.OutOfMemoryError is one
+        if not rank.out_of_memory(err):
             raise
-        return record_failure(args, target, describe, f"out of memory: {_first_line(err)}")
-    _publish(args, started, describe, result, target.profile["name"])
+        return record_failure(args, target, job.describe, f"out of memory: {rank.first_line(err)}")
+    rank.publish(job, started, result)
     return 0
 
 
 def _rank(args: argparse.Namespace, world) -> int:
-    """One rank under torchrun: its own GPU (or a share of the CPU), the process group; rank 0 writes.
-    Any failure is filed for the launcher (which records the point as failed) before it propagates."""
-    import torch
+    """One rank of a torchrun the user started on this command (`torchrun ... -m gpurepro train ...`):
+    it checks its own GPU against the profile, then trains as the ranks this command launches do."""
+    from ..training import rank
 
-    from ..training import distributed, launch
-
-    try:
-        gpus = args.gpus if args.gpus is not None else list(range(world.size))
-        if gpus != "cpu" and len(gpus) != world.size:
-            raise GpureproError(f"--gpus lists {len(gpus)} GPU(s) for {world.size} torchrun processes")
-        index: int | str = "cpu" if gpus == "cpu" else gpus[world.local_rank]
-        if launch.CHECKED_PROFILE in os.environ:  # the launcher checked every GPU before starting ranks
-            profile = load_profile(os.environ[launch.CHECKED_PROFILE])
-            target = Target(None if index == "cpu" else int(index), profile, None)
-        else:
-            target = resolve_target(index, args.profile, _device_check(args))
-        if index == "cpu":
-            device = torch.device("cpu")
-            local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", world.size))
-            torch.set_num_threads(max(1, usable_cpus() // local_processes))
-        else:
-            device = torch.device("cuda", distributed.cuda_index(int(index)))
-            torch.cuda.set_device(device)
-        settings = settings_from(args, target)
-        describe = _describe(settings, gpus, world.size)
-        started = _begin(args, target, gpus, describe) if world.leader else {}
-        distributed.start(device)
-        try:
-            result = _train(args, settings, device, world)
-        finally:
-            distributed.stop()
-    except BaseException as err:
-        kind = "out of memory" if _out_of_memory(err) else type(err).__name__
-        launch.file_failure(f"{kind}: {_first_line(err)}", world.rank)
-        raise
-    if world.leader:
-        _publish(args, started, describe, result, target.profile["name"])
+    gpus = args.gpus if args.gpus is not None else list(range(world.size))
+    if gpus != "cpu" and len(gpus) != world.size:
+        raise GpureproError(f"--gpus lists {len(gpus)} GPU(s) for {world.size} torchrun processes")
+    index: int | str = "cpu" if gpus == "cpu" else gpus[world.local_rank]
+    target = resolve_target(index, args.profile, _device_check(args))
+    rank.run(_job(args, target, gpus, world.size), world)
     return 0
 
 
-def _train(args: argparse.Namespace, settings, device, world):  # -> loop.TrainResult
-    from ..training.loop import train
-
-    def ready() -> None:
-        if args.ready_file and world.leader:
-            args.ready_file.write_text("training\n")
-
-    return train(settings, device, world, on_ready=ready, progress=not args.until_stopped)
-
-
-def _begin(args: argparse.Namespace, target: Target, gpus, describe: dict[str, Any]) -> dict[str, Any]:
-    extra = {"device_mismatch": target.device_mismatch, "workload": describe}
-    return provenance.begin(
-        [] if gpus == "cpu" else list(gpus), target.profile["name"], args.config_hash, extra
-    )
+def main(argv: list[str]) -> int:
+    """This command alone, as the noise workload starts it (`python -m gpurepro.commands.train resnet50
+    ...`): the process imports the training it runs, not every subcommand of `gpurepro`."""
+    parser = argparse.ArgumentParser(prog="gpurepro")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["train", *argv])
+    nvml.number_cuda_like_nvml()
+    try:
+        return run(args)
+    except GpureproError as err:
+        print(f"gpurepro train: error: {err}", file=sys.stderr)
+        return 2
 
 
-def _publish(
-    args: argparse.Namespace, started: dict[str, Any], describe: dict[str, Any], result, profile: str
-) -> None:
-    """Rank 0: the summary on stderr, the per-interval table with its sidecar in --out (or stdout)."""
-    from ..training.summary import run_summary
-
-    describe.update(data=result.data_name, image_size=result.image_size, num_classes=result.num_classes)
-    summary = run_summary(result.rows, describe["world_size"])
-    summary["parameter_checksums"] = result.parameter_checksums
-    summary["parameters_equal_across_ranks"] = len(set(result.parameter_checksums)) == 1
-    summary["stopped_by_signal"] = result.stopped_by_signal
-    print(
-        f"{describe['model']} {describe['precision']}, batch {describe['batch_per_gpu']} per GPU, "
-        f"{describe['world_size']} process(es) on {describe['devices']}: "
-        f"{summary['images_per_s']:,.1f} images/s ({summary['images_per_s_per_gpu']:,.1f} per GPU) over "
-        f"{summary['timed_iterations']} iterations after {summary['warmup_iterations']} warm-up; "
-        "parameters equal across ranks: "
-        f"{summary['parameters_equal_across_ranks']}",
-        file=sys.stderr,
-    )
-    if args.until_stopped:
-        return
-    table = result.rows.copy()
-    for key, value in reversed({"profile": profile, **describe, "status": "ok"}.items()):
-        table.insert(0, key, value)
-    if args.out:
-        write_raw(table, args.out, provenance.finish(started, {"training": summary}))
-    else:
-        table.to_csv(sys.stdout, index=False)
-
-
-def _out_of_memory(err: BaseException) -> bool:
-    """CUDA's out-of-memory error, or the CPU allocator's (a plain RuntimeError)."""
-    import torch
-
-    return isinstance(err, torch.OutOfMemoryError) or (
-        isinstance(err, RuntimeError) and "can't allocate memory" in str(err)
-    )
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0][:300] if text else "(no message)"
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

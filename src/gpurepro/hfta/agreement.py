@@ -91,7 +91,8 @@ class Difference:
         return Difference(
             max(self.max_abs, other.max_abs),
             max(self.max_rel, other.max_rel),
-            other.worst if other.max_rel > self.max_rel else self.worst,
+            # the first tensor compared names the set until another differs more (all may be equal)
+            other.worst if other.max_rel > self.max_rel or not self.worst else self.worst,
         )
 
 

@@ -2,9 +2,10 @@
 sharing one GPU (`concurrent`), as B processes under the MPS daemon (`mps`), and horizontally fused into
 one wide model in one process (`hfta`, the fusion library `gpurepro.hfta`), as throughput curves over B.
 
-Modules: `training` (one training process), `launcher` (the B processes of concurrent/mps), `mps` (the
-daemon's lifetime), `dcgm` (metrics beside the run, where DCGM exists), `point` (one sweep point under the
-shared harness), `summary` (the tidy table, normalised throughput and speedups), `plot`.
+Modules: `training` (one training process), `launcher` (the B processes of concurrent/mps), `worker` (the
+entry point each of them starts from), `mps` (the daemon's lifetime), `dcgm` (metrics beside the run,
+where DCGM exists), `point` (one sweep point under the shared harness), `summary` (the tidy table,
+normalised throughput and speedups), `plot`.
 """
 
 # The fusion library's workloads (gpurepro.hfta.WORKLOAD_NAMES), named here so the CLI can list them

@@ -1,29 +1,37 @@
 """The B processes of `concurrent` and `mps`: started together, each trains one model, and all begin
 their timed steps at one barrier, so the measured window is B models sharing the GPU.
 
-Processes are spawned (not forked: a forked CUDA context is unusable) and inherit the environment at
-start, which is how the MPS daemon's pipe directory reaches them. A process that fails before the
-barrier breaks it, so the others stop waiting; the first failure decides the point's status (an
-out-of-memory error anywhere makes it `oom`).
+Each process is a fresh interpreter running `python -m gpurepro.hfta_study.worker` (not a fork: a forked
+CUDA context is unusable; not multiprocessing's spawn either, which re-runs the parent's main script, the
+whole command line, in every process). It inherits the environment, which is how the MPS daemon's pipe
+directory reaches it, and talks to the launcher over a pipe of its own: its settings in, `ready` after
+its warm-up, the start signal back once all B are ready (the barrier), its result or failure out. A
+process that fails before the barrier breaks it, so the others stop waiting; the first failure decides
+the point's status (an out-of-memory error anywhere makes it `oom`).
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import contextlib
+import multiprocessing
 import os
-import queue
+import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Mapping
-from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import torch
 
 from ..inference.modes import PointFailed
 from . import training
+
+WORKER = "gpurepro.hfta_study.worker"
+# What the launcher sends a ready process: start the timed steps, or give up (another process failed).
+START, ABORT = "start", "abort"
 
 
 class PointOutcome(Exception):
@@ -46,30 +54,74 @@ def classify(err: BaseException) -> PointOutcome:
     return PointOutcome("failed", f"{type(err).__name__}: {first}")
 
 
-def _worker(settings: training.TrainSettings, index: int, barrier: Any, results: Any) -> None:
-    """One process: train model `index`; report its result or why it failed (never raise)."""
-    try:
-        training.prepare_process(settings)
-        results.put(("ok", index, training.train_single(settings, index, barrier).row()))
-    except BaseException as err:  # noqa: BLE001 - every failure is reported to the parent
-        barrier.abort()
-        outcome = classify(err)
-        results.put((outcome.status, index, f"{outcome.reason}\n{traceback.format_exc()[-1500:]}"))
+@dataclass
+class _Worker:
+    index: int
+    process: subprocess.Popen
+    pipe: Connection
+    ready: bool = False
 
 
-@contextmanager
-def _environment(extra: Mapping[str, str]):
-    """Extra environment variables while processes are spawned (they copy the parent's environment)."""
-    saved = {key: os.environ.get(key) for key in extra}
-    os.environ.update(extra)
+def _start(settings: training.TrainSettings, index: int, env: Mapping[str, str]) -> _Worker:
+    """Process `index`, given its settings through its end of a new pipe."""
+    ours, theirs = multiprocessing.Pipe()
+    with theirs:
+        process = subprocess.Popen(
+            [sys.executable, "-m", WORKER, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            env={**os.environ, **env},
+        )
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # dead already: _collect says so
+        ours.send((settings, index))
+    return _Worker(index, process, ours)
+
+
+def _stop(worker: _Worker) -> None:
+    """Wait for a process to leave after its report, killing it if it does not."""
+    worker.pipe.close()
     try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        worker.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.process.kill()
+        worker.process.wait()
+
+
+def _collect(workers: list[_Worker], timeout_s: float) -> list[tuple[int, str, Any]]:
+    """Every process's (index, status, payload) in the order they reported. All start their timed steps
+    when the last is ready; once one fails before that, each is told to give up instead."""
+    count, reports = len(workers), []
+    started = aborted = False
+    waiting = {worker.pipe: worker for worker in workers}
+    deadline = time.monotonic() + timeout_s
+    while waiting:
+        if time.monotonic() > deadline:
+            raise PointOutcome("failed", f"processes did not finish within {timeout_s:.0f} s")
+        for pipe in wait(list(waiting), timeout=1.0):
+            worker = waiting[pipe]
+            try:
+                status, payload = pipe.recv()
+            except (EOFError, ConnectionError):  # killed from outside (the OOM killer, a signal), or crashed
+                code = worker.process.wait()
+                raise PointOutcome(
+                    "failed", f"process {worker.index} of {count} exited with code {code} without reporting"
+                ) from None
+            if status == "ready":
+                worker.ready = True
+                if aborted:
+                    pipe.send(ABORT)
+                elif all(w.ready for w in workers):
+                    started = True
+                    for w in workers:
+                        w.pipe.send(START)
+                continue
+            del waiting[pipe]
+            reports.append((worker.index, status, payload))
+            if status != "ok" and not (started or aborted):
+                aborted = True
+                for w in workers:
+                    if w.ready:
+                        w.pipe.send(ABORT)
+    return reports
 
 
 def run_processes(
@@ -79,51 +131,23 @@ def run_processes(
     timeout_s: float = 3600,
 ) -> list[dict[str, Any]]:
     """Train models 0..count-1 in `count` processes at once; their rows, or PointOutcome on a failure."""
-    context = mp.get_context("spawn")
-    barrier = context.Barrier(count)
-    results = context.Queue()
-    with _environment(env or {}):
-        processes = [
-            context.Process(
-                target=_worker, args=(settings, index, barrier, results), name=f"hfta-worker-{index}"
-            )
-            for index in range(count)
-        ]
-        for process in processes:
-            process.start()
-    reports: dict[int, tuple[str, Any]] = {}
-    deadline = time.monotonic() + timeout_s
+    workers: list[_Worker] = []
     try:
-        while len(reports) < count:
-            try:
-                status, index, payload = results.get(timeout=1.0)
-                reports[index] = (status, payload)
-                continue
-            except queue.Empty:
-                pass
-            silent = [p for i, p in enumerate(processes) if i not in reports and p.exitcode is not None]
-            if silent or time.monotonic() > deadline:
-                # A process killed from outside (the kernel's OOM killer, a signal) reports nothing.
-                barrier.abort()
-                why = (
-                    f"process {silent[0].name} exited with code {silent[0].exitcode} without reporting"
-                    if silent
-                    else f"processes did not finish within {timeout_s:.0f} s"
-                )
-                raise PointOutcome("failed", why)
+        for index in range(count):
+            workers.append(_start(settings, index, env or {}))
+        reports = _collect(workers, timeout_s)
+    except BaseException:
+        for worker in workers:  # given up on (a failure, the time limit, Ctrl-C): nothing left to wait for
+            worker.process.kill()
+        raise
     finally:
-        for process in processes:
-            process.join(timeout=30)
-            if process.is_alive():
-                process.kill()
-                process.join()
-    failures = [
-        (index, status, payload) for index, (status, payload) in sorted(reports.items()) if status != "ok"
-    ]
+        for worker in workers:
+            _stop(worker)
+    failures = [report for report in reports if report[1] != "ok"]
     if failures:
-        # Out of memory anywhere decides the point; the others then failed only because of it.
+        # Out of memory anywhere decides the point; else the first to fail, which the others followed.
         index, status, payload = next((f for f in failures if f[1] == "oom"), failures[0])
         print(f"process {index} failed:\n{payload}", file=sys.stderr)
         reason = str(payload).splitlines()[0]
         raise PointOutcome(status, f"process {index} of {count}: {reason}")
-    return [payload for _, (_, payload) in sorted(reports.items())]
+    return [payload for _, _, payload in sorted(reports, key=lambda report: report[0])]

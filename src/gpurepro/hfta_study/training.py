@@ -34,8 +34,6 @@ from ..datasets.specs import TINY_IMAGENET
 from ..inference.modes import AUTOCAST, PointFailed, set_matmul_precision
 
 if TYPE_CHECKING:
-    from threading import Barrier
-
     from ..hfta import WorkloadSpec
 
 MOMENTUM = 0.9
@@ -201,14 +199,14 @@ def _run(
     device: torch.device,
     unit: int,
     models: int,
-    barrier: Barrier | None,
+    start_together: Callable[[], None] | None,
 ) -> UnitResult:
     loss = torch.zeros(())
     for i in range(settings.warmup):
         loss = trainer.step(*batches[i % len(batches)])
     _synchronize(device)
-    if barrier is not None:
-        barrier.wait()  # every process starts its timed steps together
+    if start_together is not None:
+        start_together()  # every process starts its timed steps at the same moment
     start = time.time()
     for i in range(settings.steps):
         loss = trainer.step(*batches[(settings.warmup + i) % len(batches)])
@@ -233,8 +231,11 @@ def _optimizer(parameters: Iterator[nn.Parameter], settings: TrainSettings) -> t
     return torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=0.0)  # as the fused AdamW's default
 
 
-def train_single(settings: TrainSettings, model: int, barrier: Barrier | None = None) -> UnitResult:
-    """Train model `model` alone: one model of `serial`, or the worker `model` of concurrent/mps."""
+def train_single(
+    settings: TrainSettings, model: int, start_together: Callable[[], None] | None = None
+) -> UnitResult:
+    """Train model `model` alone: one model of `serial`, or the worker `model` of concurrent/mps, which
+    waits in `start_together` until all B processes have warmed up."""
     device = torch.device(settings.device)
     _reset_peak(device)
     spec = workload_spec(settings)
@@ -250,7 +251,7 @@ def train_single(settings: TrainSettings, model: int, barrier: Barrier | None = 
     trainer = _Trainer(
         net, _optimizer(net.parameters(), settings), F.cross_entropy, settings.precision, device.type
     )
-    return _run(trainer, batches, settings, device, model, 1, barrier)
+    return _run(trainer, batches, settings, device, model, 1, start_together)
 
 
 def train_serial(settings: TrainSettings, count: int) -> list[UnitResult]:

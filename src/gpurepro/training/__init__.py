@@ -10,6 +10,7 @@ over several GPUs. Here DistributedDataParallel over NCCL (gloo on the CPU) take
 - `batches`: synthetic batches made once on the device and cycled, or the project's loaders.
 - `distributed`: ranks, devices and the process group under torchrun.
 - `loop`: warm-up, then timed logging intervals until an iteration count, a duration or a stop signal.
+- `rank`: one process of a run (device, process group, training, rank 0's table); what torchrun starts.
 - `launch`: running the training under torchrun for a list of GPUs, and filing a failed run.
 - `summary`, `plot`: the ddp table (images/s, scaling efficiency against one GPU) and its figure.
 - `noise`: the training as a background workload that is stopped cleanly when a measurement ends.

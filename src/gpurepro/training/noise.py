@@ -84,7 +84,8 @@ class Noise:
 
 
 def noise_command(workload: str, gpus: str, ready_file: Path, extra: str, profile: str | None) -> list[str]:
-    command = [sys.executable, "-m", "gpurepro", "train", workload, "--gpus", gpus, "--until-stopped"]
+    """`gpurepro train` started from its own module, so the noise imports none of the other subcommands."""
+    command = [sys.executable, "-m", "gpurepro.commands.train", workload, "--gpus", gpus, "--until-stopped"]
     command += ["--ready-file", str(ready_file)]
     if profile:
         command += ["--profile", profile]
