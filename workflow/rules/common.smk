@@ -87,8 +87,9 @@ GPUS = [g.index for g in detected_gpus()] if IS_GPU and not CLUSTER else []
 if IS_GPU and not GPUS:
     GPUS = [0] if config["gpus"] == "all" else list(config["gpus"])
 MEASURE_GPU = (0 if CLUSTER else GPUS[0]) if IS_GPU else "cpu"
-# The GPU argument of a job with a {gpu} wildcard (a shell snippet, so local commands stay as they were).
-GPU_ARGUMENT = "0" if CLUSTER else "{wildcards.gpu}"
+# The GPU argument of a job with a {gpu} wildcard (a shell snippet, so local commands stay as they were);
+# the cpu profile's is "cpu", on a cluster too.
+GPU_ARGUMENT = "0" if CLUSTER and IS_GPU else "{wildcards.gpu}"
 
 RESULTS = f"{config['results_dir']}/{DEVICE}"
 CONFIG_HASH = provenance.config_hash(config)
@@ -204,8 +205,9 @@ def measurement_flags(energy_window_s=None):
     t = config["telemetry"]
     window = max(t["min_energy_window_s"], energy_window_s or 0)
     return (
-        f"--profile {DEVICE} --seed {config['seed']} --rate-hz {t['rate_hz']} --idle-seconds {t['idle_seconds']} "
-        f"--energy-window-s {window} --cooldown-max-wait-s {t['cooldown_max_wait_s']}"
+        f"--profile {DEVICE} --seed {config['seed']} --rate-hz {t['rate_hz']} --sampler {t['sampler']} "
+        f"--idle-seconds {t['idle_seconds']} --energy-window-s {window} "
+        f"--cooldown-max-wait-s {t['cooldown_max_wait_s']}"
     )
 
 

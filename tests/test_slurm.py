@@ -1,0 +1,269 @@
+"""The workflow through a real SLURM cluster (profiles/slurm, snakemake-executor-plugin-slurm): the cpu
+quick pipeline runs job by job through sbatch with the resources its rules ask for and makes the tables a
+local run makes; a GPU profile's job asks SLURM for its GPU model and, on a node without an NVIDIA GPU,
+fails with the project's message instead of hanging; a cancelled job loses no raw result and a rerun
+completes. They need the test cluster that .ci/slurm.sh starts (found through SLURM_CONF), and skip
+saying why without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from .conftest import ROOT, run_snakemake
+
+pytestmark = pytest.mark.slurm
+
+# What .ci/slurm.sh starts: its cluster's name (also the account jobs are charged to), and what each of
+# its two nodes offers.
+CLUSTER_NAME = "gpurepro-ci"
+NODE_LIMITS = {"cpus_per_task": 1, "mem_mb": 8000}
+GPU_NODE = "node1"
+
+PROFILE = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+# The profile's per-rule resources, cut to what one test node has (its measuring jobs ask for 4 cores and
+# 32 GB), as a site with small nodes would pass them; and its defaults with the site's account.
+SET_RESOURCES = {
+    rule: {key: min(value, NODE_LIMITS.get(key, value)) for key, value in resources.items()}
+    for rule, resources in PROFILE["set-resources"].items()
+}
+DEFAULT_RESOURCES = {**PROFILE["default-resources"], "slurm_account": CLUSTER_NAME}
+# Short telemetry and inference windows, as in the local pipeline test, so a job takes seconds.
+FAST = {
+    "telemetry": {"rate_hz": 50, "idle_seconds": 0.5, "min_energy_window_s": 0.5, "cooldown_max_wait_s": 0},
+    "inference": {"min_run_time_s": 0.2, "warmup": 1, "energy_window_s": 0.5},
+}
+SACCT_FIELDS = ["JobID", "Comment", "State", "Account", "Partition", "ReqCPUS", "ReqMem", "Timelimit"]
+SACCT_FIELDS += ["ReqTRES", "NodeList", "WorkDir", "SubmitLine"]
+
+
+def cluster_unavailable() -> str | None:
+    """Why the slurm tests cannot run here, or None. They submit only to the test cluster, never to a
+    site's own, which SLURM_CONF or /etc/slurm may name."""
+    conf = os.environ.get("SLURM_CONF")
+    if not conf:
+        return "no test SLURM cluster: SLURM_CONF is not set (.ci/run starts one with .ci/slurm.sh)"
+    if not Path(conf).is_file():
+        return f"no test SLURM cluster: SLURM_CONF={conf} does not exist"
+    if shutil.which("scontrol") is None:
+        return "no test SLURM cluster: scontrol is not installed"
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+    except ImportError:
+        return "snakemake-executor-plugin-slurm is not installed"
+    shown = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
+    if shown.returncode != 0:
+        return f"slurmctld of SLURM_CONF={conf} does not answer: {shown.stderr.strip()[-300:]}"
+    name = re.search(r"^ClusterName\s*=\s*(\S+)", shown.stdout, re.MULTILINE)
+    if name is None or name.group(1) != CLUSTER_NAME:
+        return f"SLURM_CONF={conf} is not the test cluster {CLUSTER_NAME} that .ci/slurm.sh starts"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def slurm_cluster() -> None:
+    reason = cluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+
+
+def slurm_command(workflow: Path, *args: str, settings: dict[str, object] = FAST) -> list[str]:
+    """snakemake --profile profiles/slurm with `settings` and the resources the test nodes fit; SLURM is
+    asked for the jobs' states every few seconds rather than the plugin's default 40."""
+    config = workflow / "test-settings.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    set_resources = [
+        f"{rule}:{key}={value}" for rule, res in SET_RESOURCES.items() for key, value in res.items()
+    ]
+    return [
+        sys.executable, "-m", "snakemake", "--profile", "profiles/slurm",
+        # a --configfile replaces the profile's: name its cluster.yaml as well
+        "--configfile", "profiles/slurm/cluster.yaml", str(config),
+        "--set-resources", *set_resources,
+        "--default-resources", *(f"{key}={value}" for key, value in DEFAULT_RESOURCES.items()),
+        "--slurm-init-seconds-before-status-checks", "2", *args,
+    ]  # fmt: skip
+
+
+def through_slurm(
+    workflow: Path, *args: str, settings: dict[str, object] = FAST, timeout: int = 900
+) -> subprocess.CompletedProcess[str]:
+    command = slurm_command(workflow, *args, settings=settings)
+    return subprocess.run(command, cwd=workflow, capture_output=True, text=True, timeout=timeout)
+
+
+def expected_resources(rule: str) -> dict[str, object]:
+    return {**DEFAULT_RESOURCES, **SET_RESOURCES.get(rule, {})}
+
+
+def accounted_jobs(workflow: Path, count: int) -> pd.DataFrame:
+    """sacct's record of the jobs submitted from `workflow`, one row per job with its rule, once all
+    `count` are there (slurmctld hands a job's end to slurmdbd a moment after it ends)."""
+    deadline = time.monotonic() + 60
+    while True:
+        listed = subprocess.run(
+            ["sacct", "--allocations", "--parsable2", "--noheader", "--starttime", "now-1days",
+             "--format", ",".join(SACCT_FIELDS)],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        rows = [dict(zip(SACCT_FIELDS, line.split("|"), strict=True)) for line in listed.stdout.splitlines()]
+        jobs = pd.DataFrame(rows, columns=SACCT_FIELDS)
+        jobs = jobs[jobs["WorkDir"] == str(workflow)].copy()
+        jobs["rule"] = jobs["Comment"].str.extract(r"^rule_(.+?)(?:_wildcards_.*)?$", expand=False)
+        if (len(jobs) >= count and jobs["rule"].notna().all()) or time.monotonic() > deadline:
+            return jobs
+        time.sleep(2)
+
+
+def submitted_jobs(log: str) -> list[str]:
+    return re.findall(r"has been submitted with SLURM jobid (\d+)", log)
+
+
+def timelimit(minutes: object) -> str:
+    return f"{int(minutes) // 60:02d}:{int(minutes) % 60:02d}:00"
+
+
+def table_shape(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
+    """A table's columns and its rows' text columns (what was measured, not the numbers)."""
+    table = pd.read_csv(path)
+    text = [column for column in table.columns if table[column].dtype == object]
+    return list(table.columns), sorted(table[text].astype(str).itertuples(index=False, name=None))
+
+
+def assert_raw_files_whole(raw: Path) -> None:
+    """Every raw file is complete: no temporary file left, every table parses, every sidecar is JSON."""
+    assert not [p.name for p in raw.rglob(".*.tmp")]
+    for path in raw.rglob("*.csv"):
+        assert len(pd.read_csv(path)) > 0, path
+        sidecar = path.with_name(f"{path.stem}.provenance.json")
+        assert json.loads(sidecar.read_text())["file"] == path.name
+
+
+@pytest.mark.pipeline
+def test_cpu_quick_pipeline_runs_through_sbatch(workflow_copy: Path) -> None:
+    result = through_slurm(workflow_copy, "--config", "device=cpu", "quick=true")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+
+    # every job that is not a local rule went through sbatch, and sacct shows it with what its rule asked
+    remote_rules = set(re.findall(r"^rule (\w+):$", log, re.MULTILINE))
+    assert "sgemm_run" in remote_rules and "plot_sgemm" not in remote_rules
+    jobs = accounted_jobs(workflow_copy, len(submitted_jobs(log)))
+    assert sorted(jobs["JobID"]) == sorted(submitted_jobs(log)) and set(jobs["rule"]) == remote_rules
+    assert set(jobs["State"]) == {"COMPLETED"}, jobs[["JobID", "rule", "State"]]
+    for job in jobs.itertuples():
+        asked = expected_resources(job.rule)
+        assert job.Partition == asked["slurm_partition"] and job.Account == asked["slurm_account"], job
+        assert int(job.ReqCPUS) == asked["cpus_per_task"], job
+        assert job.ReqMem == f"{asked['mem_mb']}M", job
+        assert job.Timelimit == timelimit(asked["runtime"]), job
+        assert "gres/gpu" not in job.ReqTRES, job  # the cpu profile asks for no GPU
+    assert set(jobs["NodeList"]) <= {"node1", "node2"}
+
+    # the same tables, columns and rows, as the same pipeline run here without SLURM
+    local = run_snakemake(
+        "--cores", "2", "--configfile", str(workflow_copy / "test-settings.yaml"),
+        "--config", "device=cpu", "quick=true", "results_dir=results-local", cwd=workflow_copy,
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr[-4000:]
+    cluster_tables = workflow_copy / "results" / "cpu" / "tables"
+    local_tables = workflow_copy / "results-local" / "cpu" / "tables"
+    names = sorted(path.name for path in cluster_tables.iterdir())
+    assert names == sorted(path.name for path in local_tables.iterdir())
+    assert {"sgemm.csv", "variability_reps.csv", "inference_bert.csv", "hfta.csv"} <= set(names)
+    for name in names:
+        assert table_shape(cluster_tables / name) == table_shape(local_tables / name), name
+    assert (workflow_copy / "results" / "cpu" / "verdict.md").is_file()
+
+
+def test_gpu_job_asks_for_its_model_and_fails_plainly_without_a_gpu(workflow_copy: Path) -> None:
+    target = "results/h100/sgemm/raw/torch_n256.csv"
+    started = time.monotonic()
+    result = through_slurm(workflow_copy, target, "--config", "device=h100", "quick=true", timeout=600)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, log[-4000:]
+    assert time.monotonic() - started < 300, "the failed GPU job kept Snakemake waiting"
+
+    (job_id,) = submitted_jobs(log)
+    assert re.search(rf"SLURM-job '{job_id}' failed, SLURM status is: 'FAILED'", log), log[-4000:]
+    (job,) = accounted_jobs(workflow_copy, 1).itertuples()
+    assert "--gpus=h100:1" in job.SubmitLine, job.SubmitLine
+    assert "gres/gpu:h100=1" in job.ReqTRES and job.NodeList == GPU_NODE, job
+    assert job.State == "FAILED"
+    # the project's message, in the rule's log and in Snakemake's report of the failure
+    message = "cannot measure on GPU 0: NVML could not start"
+    assert message in (workflow_copy / "results" / "h100" / "logs" / "sgemm" / "torch_n256.log").read_text()
+    assert message in log and "no NVIDIA driver or GPU here" in log
+    assert not (workflow_copy / target).exists()
+
+
+def running_job(comment: str, log: Path) -> str:
+    """The id of the job with this sbatch comment, once it runs and its rule's command has started."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        queue = subprocess.run(
+            ["squeue", "--noheader", "--format=%i|%T|%k"], capture_output=True, text=True, timeout=60
+        )
+        for job_id, state, job_comment in (line.split("|", 2) for line in queue.stdout.splitlines()):
+            if job_comment.strip() == comment and state == "RUNNING" and log.exists():
+                return job_id
+        time.sleep(0.5)
+    pytest.fail(f"no running job {comment} within 180 s: {queue.stdout}{queue.stderr}")
+
+
+def test_cancelled_job_is_reported_and_a_rerun_completes(workflow_copy: Path) -> None:
+    # A 10 s idle baseline keeps each job running long enough to be cancelled in the middle of it.
+    settings = {**FAST, "telemetry": {**FAST["telemetry"], "idle_seconds": 10}}
+    results = workflow_copy / "results" / "cpu"
+    raw = results / "sgemm" / "raw"
+    targets = ["results/cpu/sgemm/raw/torch_n64.csv", "results/cpu/sgemm/raw/torch_n128.csv"]
+    args = [*targets, "--config", "device=cpu", "quick=true"]
+    output = workflow_copy / "snakemake.out"
+    with output.open("w") as out:
+        run = subprocess.Popen(
+            slurm_command(workflow_copy, *args, "--keep-going", settings=settings),
+            cwd=workflow_copy, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    try:
+        job_id = running_job(
+            "rule_sgemm_run_wildcards_torch_128", results / "logs" / "sgemm" / "torch_n128.log"
+        )
+        subprocess.run(["scancel", job_id], check=True, timeout=60)
+        status = run.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"Snakemake still waits 300 s after the cancel: {output.read_text()[-4000:]}")
+    finally:
+        run.kill()
+        run.wait()
+    log = output.read_text()
+    assert status != 0, log[-4000:]
+    assert re.search(rf"SLURM-job '{job_id}' failed, SLURM status is: 'CANCELLED'", log), log[-4000:]
+    (job,) = accounted_jobs(workflow_copy, 2).query("JobID == @job_id").itertuples()
+    assert job.State.startswith("CANCELLED")
+
+    # the other job's results are whole and kept; of the cancelled one, nothing
+    kept = sorted(raw.iterdir())
+    assert [path.name for path in kept] == sorted(
+        f"torch_n64{suffix}"
+        for suffix in (".csv", ".provenance.json", ".telemetry.csv", ".telemetry.provenance.json")
+    )
+    assert_raw_files_whole(raw)
+    stamps = {path: path.stat().st_mtime_ns for path in kept}
+
+    rerun = through_slurm(workflow_copy, *args, settings=settings)
+    log = rerun.stdout + rerun.stderr
+    assert rerun.returncode == 0, log[-4000:]
+    assert len(submitted_jobs(log)) == 1 and "wildcards: backend=torch, n=128" in log
+    assert {path: path.stat().st_mtime_ns for path in kept} == stamps
+    assert (raw / "torch_n128.csv").is_file()
+    assert_raw_files_whole(raw)
