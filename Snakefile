@@ -26,6 +26,7 @@ include: "workflow/rules/inference.smk"
 include: "workflow/rules/hfta.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/profiling.smk"
+include: "workflow/rules/reference.smk"
 # Last: the verdict, runtimes and combined tables collect the tables and plots of the studies above.
 include: "workflow/rules/report.smk"
 
@@ -44,4 +45,5 @@ rule all:
         rules.plot_hfta.output,
         rules.ddp.output,
         rules.plot_ddp.output,
+        rules.reference.output,
         rules.report.input,

@@ -28,10 +28,8 @@ from gpurepro.training.model import loss_function
 from gpurepro.training.noise import noise_during
 from gpurepro.training.plan import usable_gpu_counts, workers_per_process
 from gpurepro.training.processes import background_process
-from gpurepro.verdict.claims import load_claims
-from gpurepro.verdict.evaluate import NOT_APPLICABLE, NOT_MEASURED, OUTSIDE, WITHIN, evaluate
 
-from .conftest import HAVE_GPU, ROOT, needs_gpu, run_gpurepro
+from .conftest import HAVE_GPU, needs_gpu, run_gpurepro
 
 TINY = ["--gpus", "cpu", "--profile", "cpu", "--image-size", "32", "--batch-size", "2", "--warmup", "1",
         "--log-interval", "1", "--iterations", "3"]  # fmt: skip
@@ -263,22 +261,6 @@ def test_noise_may_not_share_the_measured_gpu() -> None:
     )
     with pytest.raises(GpureproError, match="includes GPU 1, the one being measured"), noise_during(args, 1):
         pass
-
-
-def test_nvidia_claims_read_the_ddp_table() -> None:
-    claims = [c for c in load_claims([ROOT / "config" / "expected"]) if c.study == "ddp"]
-    row = {"study": "ddp", "profile": "a100", "gpu_name": "NVIDIA A100-SXM4-80GB", "model": "resnet50",
-           "precision": "fp16", "status": "ok", "statistic": "total", "metric": "throughput",
-           "unit": "images/s"}  # fmt: skip
-    for rate, status in ((2600.0, WITHIN), (2000.0, OUTSIDE)):
-        table = pd.DataFrame([{**row, "gpus": 1, "value": rate}])
-        outcomes = {o.claim.id: o for o in evaluate(claims, "a100", {"ddp": table})}
-        assert outcomes["nvidia-resnet50-a100-80gb-amp-1gpu"].status == status
-        assert outcomes["nvidia-resnet50-a100-80gb-amp-8gpu-speedup"].status == NOT_MEASURED  # no 8-GPU row
-        assert outcomes["nvidia-resnet50-v100-amp-1gpu"].status == NOT_APPLICABLE
-    forty = pd.DataFrame([{**row, "gpu_name": "NVIDIA A100-SXM4-40GB", "gpus": 1, "value": 2600.0}])
-    outcome = {o.claim.id: o for o in evaluate(claims, "a100", {"ddp": forty})}
-    assert outcome["nvidia-resnet50-a100-80gb-amp-1gpu"].status == NOT_APPLICABLE  # the 40GB variant
 
 
 @needs_gpu

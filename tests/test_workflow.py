@@ -42,6 +42,35 @@ def test_dry_run_for_every_profile(device: str) -> None:
         assert "rule build_kernels:" in planned and f"results/{device}/sgemm/raw/tiled_n" in planned
 
 
+def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
+    """quick=true on one H100: the original study's N=25536, HFTA at the profile's fused_best_b, the
+    inference points the artifact's claims name, the reference rates; the 2-GPU DDP point is left out
+    (one GPU here), which the verdict then reports as needing 2 GPUs."""
+    result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    planned = result.stdout + result.stderr
+    best_b = yaml.safe_load((ROOT / "config" / "devices" / "h100.yaml").read_text())["hfta"]["fused_best_b"]
+    for path in (
+        "sgemm/raw/torch_n25536.csv",
+        f"hfta/raw/resnet18/hfta_fp16_b{best_b}_run1.csv",
+        f"hfta/raw/resnet18/mps_fp16_b{best_b}_run1.csv",
+        "inference/raw/deit/deit-t_b1_fp16_eager.csv",
+        "inference/raw/bert/bert-b_s384_b1_fp16_eager.csv",
+        "inference/raw/bert/bert-l_s320_b1_fp16_eager.csv",
+        "reference/raw/rates.csv",
+        "ddp/raw/resnet50_synthetic-224px_fp16_b256_1gpu.csv",
+    ):
+        assert f"results/h100/{path}" in planned, path
+    assert re.search(r"gpurepro sgemm 25536 \d+ 0 .*--out results/h100/variability/raw/", planned)
+    assert "bert-l_s128" not in planned and "_2gpu.csv" not in planned
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_every_gpu_profile_names_the_fused_arrays_best_b_in_its_quick_sweep(device: str) -> None:
+    hfta = yaml.safe_load((ROOT / "config" / "devices" / f"{device}.yaml").read_text())["hfta"]
+    assert hfta["fused_best_b"] in hfta["quick"]["b_values"]
+
+
 def test_kernels_are_skipped_plainly_without_nvcc() -> None:
     env = {**os.environ, "PATH": "/usr/bin:/bin"}  # nvcc lives elsewhere (/usr/local/bin, /usr/local/cuda)
     result = subprocess.run(
@@ -204,10 +233,21 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert (results / "plots" / "hfta.png").read_bytes()[:4] == b"\x89PNG"
     assert "speedup" in set(pd.read_csv(results / "tables" / "hfta_speedup.csv")["metric"])
 
-    # the end of the pipeline: every shipped claim is for a GPU, so on the cpu none applies
+    # this device's reference rates, which the verdict scales absolute claims by
+    reference = pd.read_csv(results / "tables" / "reference.csv")
+    medians = reference[reference["statistic"] == "median"].set_index("metric")
+    assert set(medians.index) == {"fp32_gemm", "fp16_gemm", "memory_bandwidth"}  # no power limit on a CPU
+    assert (medians["value"] > 0).all()
+
+    # the end of the pipeline: every shipped claim is about GPUs, so on the cpu each is not measured, and
+    # says why; the page opens with one line per paper
     verdict = pd.read_csv(results / "verdict.csv")
-    assert len(verdict) >= 17 and set(verdict["status"]) == {"not applicable on this GPU"}
-    assert "| n/a |" in (results / "verdict.md").read_text() and (results / "verdict.html").is_file()
+    assert len(verdict) >= 20 and set(verdict["status"]) == {"not measured"}
+    assert verdict["detail"].str.startswith("no GPU in this run").all()
+    page = (results / "verdict.md").read_text()
+    assert page.index("## Per paper") < page.index("## Regression checks")
+    assert "| SC22 GPU variability (Sinha et al.) | **not measured** |" in page
+    assert (results / "verdict.html").is_file()
     runtimes = pd.read_csv(results / "tables" / "runtimes.csv")
     assert {"sgemm", "variability"} <= set(runtimes["step"]) and "report" not in set(runtimes["step"])
     assert (results / "plots" / "runtimes.png").read_bytes()[:4] == b"\x89PNG"
@@ -216,6 +256,7 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert report.returncode == 0, report.stderr[-4000:]
     html = (workflow_copy / "report.html").read_text()
     assert all(name in html for name in ("sgemm.png", "variability.png", "verdict.html", "runtimes.png"))
+    assert "Reproduction verdict: profile cpu" in html  # the landing page: the verdict per paper
 
     # a changed device check (or any key the measurements do not depend on) reruns nothing
     nothing = run_snakemake("-n", *args, "device_check=warn", cwd=workflow_copy)

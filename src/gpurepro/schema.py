@@ -8,6 +8,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from .errors import GpureproError
+
 
 def first_error(data: Any, schema_file: Path | str) -> str | None:
     """The most relevant violation of the schema as 'key a.b: message', or None when data is valid."""
@@ -21,6 +23,14 @@ def first_error(data: Any, schema_file: Path | str) -> str | None:
     if error.validator == "additionalProperties":  # a typo'd key: list the keys that exist
         hint = f"; allowed keys: {', '.join(sorted(error.schema.get('properties', {})))}"
     return f"key {where}: {error.message}{hint}"
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    """A YAML file's data; invalid YAML is an error naming the file (`what`: e.g. 'claim file')."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise GpureproError(f"bad {what} {path}: not valid YAML: {err}") from None
 
 
 def coerce_cli_scalars(value: Any, top: bool = True) -> Any:

@@ -5,6 +5,7 @@
 # each (`plot_deit`, `plot_bert`). A point that cannot run (out of memory, a compiler error) is filed as
 # failed with its reason by `gpurepro infer`, so the sweep goes on.
 
+import itertools
 import math
 
 INFERENCE = PROFILE["inference"]
@@ -30,20 +31,32 @@ DEIT_POINTS = dict(
     precision=INFERENCE["precisions"],
     mode=INFERENCE["modes"],
 )
+# BERT's (model, sequence length) pairs: the profile's bert_points where it names them (the pairs the
+# published claims use), else every model at every length; then each at every batch, precision and mode,
+# as lists of equal length for expand(..., zip, ...).
+BERT_PAIRS = [
+    (point["model"], point["seq"]) for point in INFERENCE.get("bert_points", [])
+] or list(itertools.product(INFERENCE["bert_models"], INFERENCE["bert_seq_lengths"]))
+BERT_COMBINATIONS = list(
+    itertools.product(
+        BERT_PAIRS,
+        INFERENCE["batch_sizes"],
+        INFERENCE["precisions"],
+        INFERENCE["modes"],
+    )
+)
 BERT_POINTS = dict(
-    bert_model=INFERENCE["bert_models"],
-    seq=INFERENCE["bert_seq_lengths"],
-    batch=INFERENCE["batch_sizes"],
-    precision=INFERENCE["precisions"],
-    mode=INFERENCE["modes"],
+    bert_model=[pair[0] for pair, *_ in BERT_COMBINATIONS],
+    seq=[pair[1] for pair, *_ in BERT_COMBINATIONS],
+    batch=[batch for _, batch, _, _ in BERT_COMBINATIONS],
+    precision=[precision for _, _, precision, _ in BERT_COMBINATIONS],
+    mode=[mode for *_, mode in BERT_COMBINATIONS],
 )
 
 
 # Say up front roughly how long a long sweep takes: start-up, idle baseline, timing and energy window
 # per point, and about a minute of compilation per compiled point; cool-down waits come on top.
-INFERENCE_POINTS = math.prod(map(len, DEIT_POINTS.values())) + math.prod(
-    map(len, BERT_POINTS.values())
-)
+INFERENCE_POINTS = math.prod(map(len, DEIT_POINTS.values())) + len(BERT_COMBINATIONS)
 INFERENCE_WINDOW_S = max(
     config["telemetry"]["min_energy_window_s"], INFERENCE_RUN["energy_window_s"]
 )
@@ -146,8 +159,8 @@ rule inference_deit:
 
 rule inference_bert:
     input:
-        tables=expand(rules.infer_bert.output.table, **BERT_POINTS),
-        traces=expand(rules.infer_bert.output.trace, **BERT_POINTS),
+        tables=expand(rules.infer_bert.output.table, zip, **BERT_POINTS),
+        traces=expand(rules.infer_bert.output.trace, zip, **BERT_POINTS),
     output:
         f"{RESULTS}/tables/inference_bert.csv",
     log:

@@ -4,17 +4,46 @@
 # `snakemake --report report.html` shows. These rules are cheap and run where Snakemake runs.
 
 from gpurepro.verdict.claims import claim_files, load_claims  # noqa: E402
+from gpurepro.verdict.hardware import load_hardware  # noqa: E402
+from snakemake.sourcecache import infer_source_file  # noqa: E402
 
 CLAIMS_DIR = "config/expected"
-# A bad claim file stops the run before any job, naming the file, the claim and the key.
+HARDWARE_DIR = "config/hardware"
+# A bad claim or hardware file stops the run before any job, naming the file, the claim and the key.
 try:
-    load_claims([Path(workflow.basedir, CLAIMS_DIR)], SCHEMAS / "claims.schema.yaml")
+    load_claims(
+        [Path(workflow.basedir, CLAIMS_DIR)],
+        SCHEMAS / "claims.schema.yaml",
+        load_hardware(
+            Path(workflow.basedir, HARDWARE_DIR), SCHEMAS / "hardware.schema.yaml"
+        ),
+    )
 except GpureproError as err:
     raise WorkflowError(str(err))
 CLAIM_FILES = [
     str(Path(CLAIMS_DIR, p.name))
     for p in claim_files([Path(workflow.basedir, CLAIMS_DIR)])
 ]
+HARDWARE_FILES = sorted(
+    str(Path(HARDWARE_DIR, p.name))
+    for p in Path(workflow.basedir, HARDWARE_DIR).glob("*.yaml")
+)
+# The report's landing page: the verdict per paper once a verdict exists (also when it is made by this
+# very run: onsuccess below), else the workflow's description.
+VERDICT_LANDING_PAGE = Path(f"{RESULTS}/verdict_summary.rst").resolve()
+
+
+report:
+    str(VERDICT_LANDING_PAGE)
+    if VERDICT_LANDING_PAGE.is_file()
+    else "../report/workflow.rst"
+
+
+onsuccess:
+    # --report-after-run read the workflow before this run made the verdict: point the landing page at it
+    # (the `report:` directive only works while the workflow is read, so the attribute is set directly).
+    if VERDICT_LANDING_PAGE.is_file():
+        workflow.report_text = infer_source_file(VERDICT_LANDING_PAGE)
 
 
 STUDY_TABLES = study_outputs("tables", ".csv")
@@ -27,6 +56,7 @@ COMBINED_TABLES = sorted({*STUDY_TABLES, "runtimes", *OTHER_DEVICE_TABLES})
 rule verdict:
     input:
         claims=CLAIM_FILES,
+        hardware=HARDWARE_FILES,
         tables=list(STUDY_TABLES.values()),
         plots=list(STUDY_PLOTS.values()),
     output:
@@ -43,6 +73,7 @@ rule verdict:
             subcategory=DEVICE,
         ),
         csv=f"{RESULTS}/verdict.csv",
+        rst=f"{RESULTS}/verdict_summary.rst",
     log:
         f"{RESULTS}/logs/report/verdict.log",
     benchmark:
@@ -50,9 +81,13 @@ rule verdict:
     localrule: True
     params:
         profile=DEVICE,
+        # GPUs the run had: claims that need more (e.g. 8-GPU scaling) are not measured, and say so
+        gpus=len(GPUS) if IS_GPU else 0,
     shell:
-        "gpurepro verdict --profile {params.profile} --claims {input.claims} --tables {input.tables} "
-        "--plots {input.plots} --md {output.md} --csv {output.csv} --html {output.html} > {log} 2>&1"
+        "gpurepro verdict --profile {params.profile} --claims {input.claims} --hardware "
+        + HARDWARE_DIR
+        + " --gpus {params.gpus} --tables {input.tables} --plots {input.plots} --md {output.md} "
+        "--csv {output.csv} --html {output.html} --rst {output.rst} > {log} 2>&1"
 
 
 # Every study job has written its benchmark file once the study's tables and plots exist; the folder is

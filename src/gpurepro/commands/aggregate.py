@@ -13,6 +13,7 @@ from .. import combine, runtimes
 from ..errors import GpureproError
 from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
+from ..reference import summary as reference_summary
 from ..sgemm import summary as sgemm_summary
 from ..training import summary as ddp_summary
 from ..variability import summary as variability_summary
@@ -40,6 +41,10 @@ def _ddp(paths: list[str]) -> dict[str, pd.DataFrame]:
     return {"out": ddp_summary.summarise(paths)}
 
 
+def _reference(paths: list[str]) -> dict[str, pd.DataFrame]:
+    return {"out": reference_summary.summarise(paths)}
+
+
 def _runtimes(paths: list[str]) -> dict[str, pd.DataFrame]:
     return {"out": runtimes.table(paths)}
 
@@ -49,14 +54,16 @@ def _combined(paths: list[str]) -> dict[str, pd.DataFrame]:
 
 
 # Each study's tables, keyed by the option that names their file. Not studies, but made the same way:
-# `runtimes` (Snakemake benchmark files or their folders -> what each job cost) and `combined` (one table
-# from every <results>/<profile>/tables/ -> one table across devices).
+# `reference` (this GPU's reference rates, which the verdict scales claims by), `runtimes` (Snakemake
+# benchmark files or their folders -> what each job cost) and `combined` (one table from every
+# <results>/<profile>/tables/ -> one table across devices).
 AGGREGATORS: dict[str, Callable[[list[str]], dict[str, pd.DataFrame]]] = {
     "sgemm": _sgemm,
     "variability": _variability,
     "inference": _inference,
     "hfta": _hfta,
     "ddp": _ddp,
+    "reference": _reference,
     "runtimes": _runtimes,
     "combined": _combined,
 }

@@ -1,6 +1,6 @@
 """`gpurepro verdict --profile P --tables T.csv... --md verdict.md --csv verdict.csv`: check the claims of
-config/expected/ against a run's tables. A claim outside tolerance is a result, not an error: the command
-succeeds unless --fail-on-outside is given."""
+config/expected/ against a run's tables, on whatever GPU the run measured. A claim outside tolerance is a
+result, not an error: the command succeeds unless --fail-on-outside is given."""
 
 from __future__ import annotations
 
@@ -14,47 +14,65 @@ import pandas as pd
 from ..profiles import project_root
 from ..verdict import render
 from ..verdict.claims import load_claims
-from ..verdict.evaluate import OUTSIDE, evaluate, gpu_names
+from ..verdict.evaluate import NOT_HELD, Here, evaluate
+from ..verdict.hardware import load_hardware
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "verdict",
         help="check published and reference claims (config/expected/) against a run's tables",
-        description="Each claim ends within tolerance, outside tolerance, not applicable on this GPU (a "
-        "claim for another profile or GPU variant) or not measured (its study or size did not run).",
+        description="Relative claims are judged on any GPU by their direction and magnitude; absolute claims "
+        "exactly on the paper's GPU and scaled through reference rates (config/hardware/) on others; a "
+        "claim this run could not measure is 'not measured', with the reason. The page opens with one "
+        "line per paper; the project's own regression checks are listed apart.",
     )
     parser.add_argument("--profile", required=True, help="the run's device profile, e.g. h200")
+    root = project_root() / "config"
     parser.add_argument(
-        "--claims", nargs="+", type=Path, default=[project_root() / "config" / "expected"],
+        "--claims", nargs="+", type=Path, default=[root / "expected"],
         help="claim files, or folders of them (default: config/expected of this checkout)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hardware", type=Path, default=root / "hardware",
+        help="the hardware table: a folder of <gpu>.yaml (default: config/hardware of this checkout)",
     )  # fmt: skip
     parser.add_argument(
         "--schema", type=Path, help="claims schema (default: workflow/schemas/claims.schema.yaml)"
     )
-    parser.add_argument("--tables", nargs="*", type=Path, default=[], help="the run's tables/<name>.csv")
+    parser.add_argument(
+        "--tables", nargs="*", type=Path, default=[],
+        help="the run's tables/<name>.csv (reference.csv holds the rates absolute claims are scaled by)",
+    )  # fmt: skip
     parser.add_argument("--plots", nargs="*", type=Path, default=[], help="the run's plots/<name>.png")
+    parser.add_argument(
+        "--gpus", type=int, help="GPUs the run had (claims that need more are not measured); default: "
+        "the GPUs its tables name",
+    )  # fmt: skip
     parser.add_argument("--md", type=Path, help="Markdown verdict (default: print it)")
     parser.add_argument("--csv", type=Path, help="verdict table")
     parser.add_argument("--html", type=Path, help="verdict page for the HTML report")
+    parser.add_argument("--rst", type=Path, help="the per-paper summary for the report's landing page")
     parser.add_argument(
-        "--fail-on-outside", action="store_true", help="exit with status 1 when a claim is outside tolerance"
+        "--fail-on-outside", action="store_true", help="exit with status 1 when a claim does not hold"
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    claims = load_claims(args.claims, args.schema)
+    hardware = load_hardware(args.hardware)
+    claims = load_claims(args.claims, args.schema, hardware)
     tables = {path.stem: pd.read_csv(path) for path in args.tables}
     link_from = args.md.parent if args.md else Path.cwd()
     plots = {path.stem: os.path.relpath(path, link_from) for path in args.plots}
-    outcomes = evaluate(claims, args.profile, tables, plots)
-    gpus = gpu_names(tables)
-    page = render.markdown(outcomes, args.profile, gpus)
+    outcomes = evaluate(claims, tables, hardware, args.gpus, plots)
+    here = Here.of(tables, args.gpus)
+    page = render.markdown(outcomes, args.profile, here)
     outputs = {
         args.md: page,
         args.csv: render.frame(outcomes).to_csv(index=False),
-        args.html: render.to_html(outcomes, args.profile, gpus),
+        args.html: render.to_html(outcomes, args.profile, here),
+        args.rst: render.landing_page(outcomes, args.profile, here),
     }
     for path, text in outputs.items():
         if path is not None:
@@ -63,4 +81,4 @@ def run(args: argparse.Namespace) -> int:
     if args.md is None:
         print(page)
     print(f"verdict for profile {args.profile}: {render.summary(outcomes)}", file=sys.stderr)
-    return 1 if args.fail_on_outside and any(o.status == OUTSIDE for o in outcomes) else 0
+    return 1 if args.fail_on_outside and any(o.grade == NOT_HELD for o in outcomes) else 0

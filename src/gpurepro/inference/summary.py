@@ -88,6 +88,10 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
         rows.append(single("energy_window_inferences", float(energy["operations"]), "runs"))
         rows.append(single("energy_window_reliable", float(energy["reliable"]), "bool"))
         rows.append(single("energy_window_power", energy["avg_power_w"], "W", "mean"))
+        # what inference adds to the idle draw, as the published artifacts report power: the energy
+        # window's average power (NVML's energy counter) less the idle baseline before the model existed
+        above_idle = energy["avg_power_w"] - idle.get("power_w", math.nan)
+        rows.append(single("power_above_idle", above_idle, "W", "mean"))
     else:
         per_op = above = math.nan
     rows.append(single("energy_per_inference", per_op, "J", "gross"))

@@ -1,6 +1,7 @@
 """FP32 SGEMM through torch.mm (backend `torch`): the same measurement path the CUDA kernels plug into.
 
-TF32 is switched off so the GPU does true FP32 FMA work, as the original cuBLAS study did.
+TF32 is switched off so the GPU does true FP32 FMA work, as the original cuBLAS study did. The reference
+rates of the verdict time FP16 tensor-core products through the same class (`dtype`).
 """
 
 from __future__ import annotations
@@ -17,18 +18,35 @@ def flops(n: int) -> float:
     return 2.0 * n**3
 
 
-def make_operands(n: int, device: torch.device, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def make_operands(
+    n: int, device: torch.device, seed: int, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Seeded uniform random A, B and an output buffer C. Random data, not zeros: zeros draw less power."""
     generator = torch.Generator(device=device).manual_seed(seed)
-    a = torch.rand((n, n), generator=generator, device=device, dtype=torch.float32) - 0.5
-    b = torch.rand((n, n), generator=generator, device=device, dtype=torch.float32) - 0.5
-    return a, b, torch.empty((n, n), device=device, dtype=torch.float32)
+    a = (torch.rand((n, n), generator=generator, device=device) - 0.5).to(dtype)
+    b = (torch.rand((n, n), generator=generator, device=device) - 0.5).to(dtype)
+    return a, b, torch.empty((n, n), device=device, dtype=dtype)
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
     return lambda: None
+
+
+def timed_call_ms(call: Callable[[], None], device: torch.device) -> float:
+    """Milliseconds of one call: CUDA events around it on a GPU (the device's own clock, no host
+    overhead), perf_counter on a CPU."""
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+    began = time.perf_counter()
+    call()
+    return (time.perf_counter() - began) * 1e3
 
 
 def relative_error(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, rows: int = 64, seed: int = 0) -> float:
@@ -43,11 +61,11 @@ class TorchSgemm:
     """One N x N FP32 product on persistent operands, shared by the timed reps and the energy window
     (a second set of operands would not fit at the study's N=25536 on a 16 GB V100)."""
 
-    def __init__(self, n: int, device: torch.device, seed: int) -> None:
+    def __init__(self, n: int, device: torch.device, seed: int, dtype: torch.dtype = torch.float32) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         self.n, self.device, self.seed = n, device, seed
-        self.a, self.b, self.c = make_operands(n, device, seed)
+        self.a, self.b, self.c = make_operands(n, device, seed, dtype)
         self.synchronize = synchronizer(device)
 
     def __call__(self) -> None:
@@ -62,17 +80,7 @@ class TorchSgemm:
         rows = []
         for rep in range(reps):
             t_start = time.time()
-            if self.device.type == "cuda":
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                self()
-                end.record()
-                end.synchronize()
-                ms = start.elapsed_time(end)
-            else:
-                began = time.perf_counter()
-                self()
-                ms = (time.perf_counter() - began) * 1e3
+            ms = timed_call_ms(self, self.device)
             rows.append({"rep": rep, "ms": ms, "t_start_unix_s": t_start, "t_end_unix_s": time.time()})
         frame = pd.DataFrame(rows)
         frame["tflops"] = flops(self.n) / (frame["ms"] * 1e-3) / 1e12

@@ -1,26 +1,29 @@
 """Claim files (config/expected/*.yaml): loading and checking, with errors that name the file and key.
 
-A claim says where its measured value comes from (a study table, a metric and statistic, filters on the
-other columns), what was claimed (a value, a range or a bound), the tolerance and why, the source, the
-device profiles it applies to and the plot that shows it. Adding a claim is adding YAML: nothing in the
-code knows about any particular study or table.
+A claim says what kind it is (relative or absolute), where its measured value comes from (a study table,
+a metric and statistic, filters on the other columns), what was claimed (a value, a range or a bound),
+the tolerance and why, the paper's GPU (a file of the hardware table), how an absolute figure scales to
+another GPU or what a relative one says qualitatively, the source and the plot that shows it. Adding a
+claim is adding YAML: nothing in the code knows about any particular study or table.
 """
 
 from __future__ import annotations
 
+import ast
 import math
-import re
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import GpureproError
 from ..profiles import project_root
-from ..schema import first_error
+from ..schema import first_error, read_yaml
+from .hardware import Gpu, load_hardware
 
 REDUCTIONS = ("single", "each", "min", "max", "median", "mean")
+RELATIVE, ABSOLUTE = "relative", "absolute"
+REPRODUCTION, REGRESSION = "reproduction", "regression"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Expected:
     value: float | None = None
     low: float | None = None
     high: float | None = None
+    formula: str | None = None  # the source's numbers the value was computed from, e.g. "87 - 61"
 
 
 @dataclass(frozen=True)
@@ -64,45 +68,119 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """How an absolute figure moves to another GPU: times (rate here / rate there) ^ exponent for each
+    reference rate, with the scaling's own relative uncertainty."""
+
+    exponents: dict[str, float]
+    uncertainty: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Direction:
+    """What a relative claim says qualitatively: the value is above (or below) a threshold."""
+
+    above: float | None = None
+    below: float | None = None
+
+    def holds(self, value: float) -> bool:
+        return value > self.above if self.above is not None else value < self.below  # type: ignore[operator]
+
+    def describe(self) -> str:
+        return f"> {self.above:g}" if self.above is not None else f"< {self.below:g}"
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     claim: str
+    kind: str
     study: str
-    profiles: tuple[str, ...]
+    gpus: tuple[str, ...]  # the paper's GPUs: ids of the hardware table
     measure: Selection
     expected: Expected
     tolerance: Tolerance
     unit: str
     source: dict[str, str]
     file: str
+    purpose: str = REPRODUCTION
     divide_by: Selection | None = None
-    gpu_name: str | None = None
+    scaling: Scaling | None = None
+    direction: Direction | None = None
+    needs_gpus: int = 0
     plot: str | None = None
     note: str | None = None
 
-    def accepted_range(self) -> tuple[float, float]:
-        """The interval a measured value must fall in: the expected value or range widened by the
-        tolerance (relative tolerances scale with the magnitude of each end)."""
-        low, high = _ends(self.expected)
-        return self._widen(low, -1), self._widen(high, +1)
+    @property
+    def paper(self) -> str:
+        """The paper's name in the per-paper summary."""
+        return self.source.get("short") or self.source["title"]
 
-    def _widen(self, end: float, direction: int) -> float:
+    def accepted_range(self, factor: float | None = None) -> tuple[float, float]:
+        """The interval a measured value must fall in: the expected value or range widened by the
+        tolerance (relative tolerances grow with the magnitude of each end). Scaled to another GPU
+        (`factor`: the scaling's ratio), the ends are multiplied by it and widened by the scaling's
+        uncertainty too."""
+        relative = self.tolerance.relative
+        if factor is not None and self.scaling is not None:
+            relative += self.scaling.uncertainty
+        scale = 1.0 if factor is None else factor
+        low, high = (end * scale for end in _ends(self.expected))
+        return self._widen(low, -1, relative, scale), self._widen(high, +1, relative, scale)
+
+    def _widen(self, end: float, direction: int, relative: float, scale: float) -> float:
         if math.isinf(end):
             return end
-        return end + direction * (self.tolerance.absolute + self.tolerance.relative * abs(end))
+        return end + direction * (self.tolerance.absolute * scale + relative * abs(end))
 
-    def describe_expected(self) -> str:
-        e, unit = self.expected, self.unit
-        tolerance = self.tolerance.describe(unit)
-        if e.value is not None:
-            text = f"{_number(e.value)} {unit}"
-        elif e.low is not None and e.high is not None:
-            text = f"{_number(e.low)}–{_number(e.high)} {unit}"
-        elif e.high is not None:
-            text = f"≤ {_number(e.high)} {unit}"
+    def describe_expected(self, factor: float | None = None) -> str:
+        """The claimed value or range with its tolerance; scaled by `factor` when given."""
+        scale = 1.0 if factor is None else factor
+        low, high = (end * scale for end in _ends(self.expected))
+        unit = self.unit
+        if self.expected.value is not None:
+            text = f"{_number(low)} {unit}"
+            if self.expected.formula and factor is None:
+                text += f" (= {self.expected.formula})"
+        elif math.isfinite(low) and math.isfinite(high):
+            text = f"{_number(low)}–{_number(high)} {unit}"
+        elif math.isfinite(high):
+            text = f"≤ {_number(high)} {unit}"
         else:
-            text = f"≥ {_number(e.low)} {unit}"
-        return text if tolerance == "exact" else f"{text} ({tolerance})"
+            text = f"≥ {_number(low)} {unit}"
+        tolerance = self.tolerance.describe(unit)
+        parts = [] if tolerance == "exact" else [tolerance]
+        if factor is not None and self.scaling is not None and self.scaling.uncertainty:
+            parts.append(f"±{self.scaling.uncertainty * 100:g}% scaling")
+        return f"{text} ({' and '.join(parts)})" if parts else text
+
+
+_ARITHMETIC = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+
+def computed_value(formula: str) -> float:
+    """The value of an arithmetic expression of numbers ("(87 - 61) * 4.37e-3"): + - * / and brackets
+    only, so a claim file states the source's own numbers and the verdict does the arithmetic."""
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        raise ValueError(f"only numbers, + - * / and brackets are allowed, not {ast.unparse(node)!r}")
+
+    try:
+        return value(ast.parse(formula, mode="eval").body)
+    except (SyntaxError, ZeroDivisionError) as error:
+        raise ValueError(str(error)) from error
 
 
 def _ends(expected: Expected) -> tuple[float, float]:
@@ -114,7 +192,8 @@ def _ends(expected: Expected) -> tuple[float, float]:
 
 
 def _number(value: float) -> str:
-    return f"{value:.4g}"
+    """Four significant digits, large values in full with thousands separators (16,621, not 1.662e+04)."""
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def default_schema() -> Path:
@@ -134,33 +213,58 @@ def claim_files(paths: list[Path | str]) -> list[Path]:
     return files
 
 
-def load_claims(paths: list[Path | str], schema: Path | str | None = None) -> list[Claim]:
+def load_claims(
+    paths: list[Path | str],
+    schema: Path | str | None = None,
+    hardware: dict[str, Gpu] | None = None,
+) -> list[Claim]:
     """Every claim of the files (or folders of files) given, checked against the schema and for the
-    rules a schema cannot say (ranges the right way round, one kind of tolerance, unique ids)."""
+    rules a schema cannot say (ranges the right way round, one kind of tolerance, unique ids, a hardware
+    entry with the rates its scaling needs for every GPU named). `hardware` defaults to the table in
+    config/hardware/."""
     schema = Path(schema) if schema else default_schema()
+    hardware = load_hardware() if hardware is None else hardware
     claims: list[Claim] = []
     seen: dict[str, str] = {}
     for file in claim_files(paths):
-        for claim in _load_file(file, schema):
+        for index, claim in enumerate(_load_file(file, schema)):
             if claim.id in seen:
                 raise GpureproError(
                     f"bad claim file {file}: claim id '{claim.id}' is already used in {seen[claim.id]}"
                 )
+            _check_hardware(claim, hardware, f"bad claim file {file}: claim {claim.id} (claims.{index})")
             seen[claim.id] = str(file)
             claims.append(claim)
     return claims
 
 
+def _check_hardware(claim: Claim, hardware: dict[str, Gpu], where: str) -> None:
+    """Every GPU a claim names has a hardware entry, with every reference rate its scaling needs."""
+    known = ", ".join(sorted(hardware)) or "none"
+    for gpu in claim.gpus:
+        if gpu not in hardware:
+            raise GpureproError(
+                f"{where}: key gpu: '{gpu}' has no hardware entry config/hardware/{gpu}.yaml (known: {known})"
+            )
+    if claim.scaling is None:
+        return
+    gpu = hardware[claim.gpus[0]]
+    for reference in claim.scaling.exponents:
+        if reference not in gpu.rates:
+            raise GpureproError(
+                f"{where}: key scaling.with: {reference}: the hardware entry config/hardware/{gpu.id}.yaml "
+                f"has no rate {reference} (it has {', '.join(sorted(gpu.rates))})"
+            )
+
+
 def _load_file(file: Path, schema: Path) -> list[Claim]:
-    try:
-        data = yaml.safe_load(file.read_text())
-    except yaml.YAMLError as err:
-        raise GpureproError(f"bad claim file {file}: not valid YAML: {err}") from None
+    data = read_yaml(file, "claim file")
     problem = first_error(data, schema)
     if problem:
         raise GpureproError(f"bad claim file {file}: {problem}{_claim_id_hint(data, problem)}")
     default_source = data.get("source", {})
-    return [_claim(item, index, file, default_source) for index, item in enumerate(data["claims"])]
+    purpose = data.get("purpose", REPRODUCTION)
+    return [_claim(item, index, file, default_source, purpose) for index, item in enumerate(data["claims"])]
 
 
 def _claim_id_hint(data: Any, problem: str) -> str:
@@ -176,9 +280,19 @@ def _claim_id_hint(data: Any, problem: str) -> str:
     return f" (claim {claim_id})" if claim_id else ""
 
 
-def _claim(item: dict[str, Any], index: int, file: Path, default_source: dict[str, str]) -> Claim:
+def _claim(
+    item: dict[str, Any], index: int, file: Path, default_source: dict[str, str], purpose: str
+) -> Claim:
     where = f"bad claim file {file}: claim {item['id']} (claims.{index})"
-    expected = item["expected"]
+    expected = dict(item["expected"])
+    formula = expected.pop("computed", None)
+    if formula is not None:
+        if expected:
+            raise GpureproError(f"{where}: key expected: give computed alone, not with {', '.join(expected)}")
+        try:
+            expected["value"] = computed_value(formula)
+        except ValueError as error:
+            raise GpureproError(f"{where}: key expected.computed: {formula!r}: {error}") from error
     if "value" in expected and len(expected) > 1:
         raise GpureproError(f"{where}: key expected: give a value, or min and/or max, not both")
     if "min" in expected and "max" in expected and expected["min"] > expected["max"]:
@@ -188,11 +302,6 @@ def _claim(item: dict[str, Any], index: int, file: Path, default_source: dict[st
     tolerance = item["tolerance"]
     if "relative" in tolerance and "absolute" in tolerance:
         raise GpureproError(f"{where}: key tolerance: give relative or absolute, not both")
-    if "gpu_name" in item:
-        try:
-            re.compile(item["gpu_name"])
-        except re.error as err:
-            raise GpureproError(f"{where}: key gpu_name: not a regular expression: {err}") from None
     source = {**default_source, **item.get("source", {})}
     if "title" not in source:
         raise GpureproError(f"{where}: key source: no source title, in the claim or at the top of the file")
@@ -211,19 +320,30 @@ def _claim(item: dict[str, Any], index: int, file: Path, default_source: dict[st
             raise GpureproError(
                 f"{where}: key divide_by: a ratio needs one value on each side, not reduce: each"
             )
+    scaling = item.get("scaling")
+    direction = item.get("direction")
+    gpus = item["gpu"]
     return Claim(
         id=item["id"],
         claim=item["claim"],
+        kind=item["kind"],
         study=item["study"],
-        profiles=tuple(item["profiles"]),
+        gpus=(gpus,) if isinstance(gpus, str) else tuple(gpus),
         measure=measure,
-        expected=Expected(expected.get("value"), expected.get("min"), expected.get("max")),
-        tolerance=Tolerance(tolerance.get("relative", 0.0), tolerance.get("absolute", 0.0), tolerance["why"]),
+        expected=Expected(expected.get("value"), expected.get("min"), expected.get("max"), formula),
+        tolerance=Tolerance(
+            tolerance.get("relative", 0.0), tolerance.get("absolute", 0.0), tolerance["why"].strip()
+        ),
         unit=item["unit"],
         source=source,
         file=file.name,
+        purpose=purpose,
         divide_by=divide_by,
-        gpu_name=item.get("gpu_name"),
+        scaling=Scaling(dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip())
+        if scaling
+        else None,
+        direction=Direction(direction.get("above"), direction.get("below")) if direction else None,
+        needs_gpus=item.get("needs", {}).get("gpus", 0),
         plot=item.get("plot"),
         note=item.get("note"),
     )

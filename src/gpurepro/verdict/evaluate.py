@@ -1,41 +1,105 @@
-"""Check claims against a run's tables.
+"""Check claims against a run's tables, on whatever GPU the run measured.
 
-Every claim ends in one of four states, in this order of precedence:
-- not applicable on this GPU: the run's profile is not one the claim names, or its GPU's name does not
-  match the claim's `gpu_name` (another variant of the model). Never a failure.
-- not measured: the claim's table was not made in this run (its study did not run, or is not built yet),
-  or no row matches the claim's selection (e.g. a quick run skipped that size), or the selection is
-  ambiguous, or the value is empty. The detail says which.
-- within tolerance / outside tolerance: the measured value against the expected value or range widened
-  by the tolerance.
+How a claim is judged depends on its kind and on the GPU:
+- relative (a ratio within one run): on every GPU, its direction (e.g. a speedup above 1) apart from its
+  magnitude: "direction holds, magnitude within tolerance", "... outside tolerance", or "direction does
+  not hold".
+- absolute, on the paper's GPU: "within tolerance" or "outside tolerance", as published.
+- absolute, on another GPU: scaled through reference rates (scaling.py): "scaled from <GPU>: within
+  tolerance" or "... outside tolerance", with the scaling's uncertainty added to the tolerance.
+Any claim is "not measured" when its value cannot be read here, and the detail says why: no GPU in the
+run, too few GPUs for the claim, its table or rows absent (a study that did not run, a size or tool
+missing), an ambiguous selection, or a reference rate the scaling needs.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
 import pandas as pd
 
-from .claims import Claim, Selection
+from .claims import RELATIVE, Claim, Selection
+from .hardware import Gpu
+from .scaling import NoReference, measured_references, scale_factor
 
 WITHIN = "within tolerance"
 OUTSIDE = "outside tolerance"
-NOT_APPLICABLE = "not applicable on this GPU"
+DIRECTION_WITHIN = "direction holds, magnitude within tolerance"
+DIRECTION_OUTSIDE = "direction holds, magnitude outside tolerance"
+DIRECTION_FAILS = "direction does not hold"
 NOT_MEASURED = "not measured"
-STATUSES = (WITHIN, OUTSIDE, NOT_MEASURED, NOT_APPLICABLE)
+
+# How far each result supports its claim, for the per-paper summary.
+HELD, PARTLY, NOT_HELD, UNMEASURED = "held", "partly held", "not held", "not measured"
+_GRADES = {
+    WITHIN: HELD,
+    DIRECTION_WITHIN: HELD,
+    DIRECTION_OUTSIDE: PARTLY,
+    OUTSIDE: NOT_HELD,
+    DIRECTION_FAILS: NOT_HELD,
+    NOT_MEASURED: UNMEASURED,
+}
+EXACT, SCALED = "exact", "scaled"
+
+
+@dataclass(frozen=True)
+class Here:
+    """What a run measured on: its GPUs' NVML names, how many GPUs it had, its reference rates."""
+
+    gpu_names: tuple[str, ...]
+    gpu_count: int
+    references: dict[str, float]
+
+    @classmethod
+    def of(cls, tables: dict[str, pd.DataFrame], gpu_count: int | None = None) -> Here:
+        """From the tables (every GPU name they record); the GPU count, unless the workflow says how
+        many GPUs the run had, is the number of GPUs the tables name."""
+        names = gpu_names(tables)
+        return cls(names, len(names) if gpu_count is None else gpu_count, measured_references(tables))
+
+    def describe(self) -> str:
+        return ", ".join(self.gpu_names) or "no GPU"
 
 
 @dataclass(frozen=True)
 class Outcome:
     claim: Claim
-    status: str
+    result: str  # WITHIN, OUTSIDE, DIRECTION_*, NOT_MEASURED
     detail: str
+    judged: str = ""  # EXACT, SCALED or RELATIVE; empty when not measured
+    paper_gpus: tuple[Gpu, ...] = ()
+    measured_on: str = ""
     values: tuple[float, ...] = ()
+    accepted: tuple[float, float] = (-math.inf, math.inf)
+    factor: float | None = None  # the scaling's factor, for a scaled claim
     plot: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The verdict in words; a scaled claim says from which GPU."""
+        if self.judged == SCALED:
+            return f"scaled from {self.paper_gpus[0].name}: {self.result}"
+        return self.result
+
+    @property
+    def grade(self) -> str:
+        return _GRADES[self.result]
+
+    def describe_paper_gpus(self) -> str:
+        return ", ".join(gpu.name for gpu in self.paper_gpus)
+
+    def describe_basis(self) -> str:
+        """Which GPUs the judgement rests on, e.g. "measured on NVIDIA H200; paper: V100 SXM2"."""
+        if not self.judged:
+            return f"paper: {self.describe_paper_gpus()}"
+        return f"measured on {self.measured_on}; paper: {self.describe_paper_gpus()}"
+
+    def describe_expected(self) -> str:
+        """The expectation here: the published one, or scaled to this GPU."""
+        return self.claim.describe_expected(self.factor)
 
     @property
     def measured(self) -> float | None:
@@ -44,7 +108,7 @@ class Outcome:
             return None
         if len(self.values) == 1:
             return self.values[0]
-        low, high = self.claim.accepted_range()
+        low, high = self.accepted
         middle = (low + high) / 2 if math.isfinite(low + high) else (low if math.isfinite(low) else high)
         return max(self.values, key=lambda v: abs(v - middle))
 
@@ -60,48 +124,80 @@ class NotMeasured(Exception):
     """Why a claim's value could not be read from the tables."""
 
 
-def gpu_names(tables: dict[str, pd.DataFrame]) -> list[str]:
-    """The NVML names of the GPUs this run measured, from every table that records them."""
+def gpu_names(tables: dict[str, pd.DataFrame]) -> tuple[str, ...]:
+    """The NVML names of the GPUs this run measured, from every table that records them (the CPU,
+    which the tables name 'cpu', is not a GPU)."""
     names: set[str] = set()
     for table in tables.values():
         if "gpu_name" in table.columns:
             names.update(str(n) for n in table["gpu_name"].dropna().unique())
-    return sorted(names)
+    return tuple(sorted(names - {"cpu"}))
 
 
 def evaluate(
-    claims: list[Claim], profile: str, tables: dict[str, pd.DataFrame], plots: dict[str, str] | None = None
+    claims: list[Claim],
+    tables: dict[str, pd.DataFrame],
+    hardware: dict[str, Gpu],
+    gpu_count: int | None = None,
+    plots: dict[str, str] | None = None,
 ) -> list[Outcome]:
-    """The outcome of each claim for a run of `profile` whose tables (by name: tables/<name>.csv) and
-    plots (by name: plots/<name>.png -> the path to link) are given; claims for this GPU first, each
-    group in the order given."""
-    names = gpu_names(tables)
-    outcomes = [_evaluate(claim, profile, tables, names, plots or {}) for claim in claims]
-    return sorted(outcomes, key=lambda outcome: outcome.status == NOT_APPLICABLE)
+    """The outcome of each claim, in the order given, for a run whose tables (by name: tables/<name>.csv)
+    and plots (by name: plots/<name>.png -> the path to link) are given. `gpu_count`: GPUs the run had
+    (default: those its tables name)."""
+    here = Here.of(tables, gpu_count)
+    return [_evaluate(claim, here, tables, hardware, plots or {}) for claim in claims]
 
 
 def _evaluate(
-    claim: Claim, profile: str, tables: dict[str, pd.DataFrame], names: list[str], plots: dict[str, str]
+    claim: Claim, here: Here, tables: dict[str, pd.DataFrame], hardware: dict[str, Gpu], plots: dict[str, str]
 ) -> Outcome:
+    paper = tuple(hardware[gpu] for gpu in claim.gpus)
     plot = plots.get(claim.plot) if claim.plot else None
-    if profile not in claim.profiles:
-        return Outcome(
-            claim, NOT_APPLICABLE, f"claim is for profile {', '.join(claim.profiles)}; this run is {profile}"
+
+    def not_measured(why: str) -> Outcome:
+        return Outcome(claim, NOT_MEASURED, why, paper_gpus=paper, plot=plot)
+
+    if not here.gpu_names:
+        return not_measured(
+            "no GPU in this run: the claim is about GPUs (the cpu profile tests the pipeline)"
         )
-    if claim.gpu_name and names and not any(re.search(claim.gpu_name, n) for n in names):
-        return Outcome(
-            claim,
-            NOT_APPLICABLE,
-            f"claim is for GPUs named /{claim.gpu_name}/; this run measured {', '.join(names)}",
-        )
+    if here.gpu_count < claim.needs_gpus:
+        return not_measured(f"needs {claim.needs_gpus} GPUs; {here.gpu_count} here")
     try:
         values, how = _measured_values(claim, tables)
     except NotMeasured as why:
-        return Outcome(claim, NOT_MEASURED, str(why), plot=plot)
-    low, high = claim.accepted_range()
+        return not_measured(str(why))
+    on_paper_gpu = any(gpu.matches(name) for gpu in paper for name in here.gpu_names)
+    factor, judged = None, EXACT
+    if claim.kind == RELATIVE:
+        judged = RELATIVE
+    elif not on_paper_gpu:
+        try:
+            scaled = scale_factor(claim.scaling, paper[0], here.references)  # type: ignore[arg-type]
+        except NoReference as why:
+            return not_measured(str(why))
+        factor, judged = scaled.value, SCALED
+        how = f"{how}; scaled by {factor:.4g} = {scaled.how}"
+    low, high = claim.accepted_range(factor)
     inside = all(low <= v <= high for v in values)
+    result = WITHIN if inside else OUTSIDE
+    if claim.kind == RELATIVE:
+        holds = all(claim.direction.holds(v) for v in values)  # type: ignore[union-attr]
+        result = DIRECTION_FAILS if not holds else DIRECTION_WITHIN if inside else DIRECTION_OUTSIDE
+        how = f"direction {claim.direction.describe()} {'holds' if holds else 'does not hold'}; {how}"  # type: ignore[union-attr]
     accepted = f"accepted {_bound(low)} to {_bound(high)} {claim.unit}"
-    return Outcome(claim, WITHIN if inside else OUTSIDE, f"{accepted}; {how}", tuple(values), plot)
+    return Outcome(
+        claim,
+        result,
+        f"{accepted}; {how}",
+        judged,
+        paper,
+        here.describe(),
+        tuple(values),
+        (low, high),
+        factor,
+        plot,
+    )
 
 
 def _bound(value: float) -> str:

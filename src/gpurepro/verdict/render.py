@@ -1,39 +1,60 @@
-"""The verdict as a table (CSV), a page to read (Markdown) and the same page for the HTML report."""
+"""The verdict as a table (CSV), a page to read (Markdown), the same page for the HTML report, and the
+per-paper summary for the report's landing page (reStructuredText). Every form opens with one line per
+paper; the project's own regression checks follow in their own section, never counted as reproduced."""
 
 from __future__ import annotations
 
 import html
 import math
-from collections import Counter
 
 import pandas as pd
 
-from .evaluate import NOT_APPLICABLE, NOT_MEASURED, OUTSIDE, STATUSES, WITHIN, Outcome
+from ..reference import REFERENCES
+from .claims import REGRESSION, REPRODUCTION
+from .evaluate import HELD, NOT_HELD, PARTLY, UNMEASURED, Here, Outcome
+from .summary import GRADES, PaperVerdict, paper_verdicts, regression_counts
 
 COLUMNS = [
     "id",
+    "purpose",
+    "paper",
     "claim",
+    "kind",
     "study",
     "status",
+    "grade",
+    "judged",
+    "paper_gpu",
+    "measured_on",
     "measured",
     "measured_text",
     "unit",
     "expected",
+    "expected_here",
+    "scale_factor",
     "accepted_low",
     "accepted_high",
     "tolerance",
     "tolerance_why",
+    "scaling_why",
     "detail",
     "plot",
-    "profiles",
     "source",
     "source_where",
     "source_url",
     "claim_file",
 ]
 
-_MARKS = {WITHIN: "✅", OUTSIDE: "❌", NOT_MEASURED: "–", NOT_APPLICABLE: "n/a"}
-_COLOURS = {WITHIN: "#d4edda", OUTSIDE: "#f8d7da", NOT_MEASURED: "#fff3cd", NOT_APPLICABLE: "#e2e3e5"}
+_MARKS = {HELD: "✅", PARTLY: "◐", NOT_HELD: "❌", UNMEASURED: "–"}
+_COLOURS = {HELD: "#d4edda", PARTLY: "#fff3cd", NOT_HELD: "#f8d7da", UNMEASURED: "#e2e3e5"}
+
+HOW_JUDGED = (
+    "A *relative* claim (a ratio within one run) is judged on any GPU: its direction (e.g. a speedup "
+    "above 1) apart from its magnitude. An *absolute* claim (ms, images/s, W, J on the paper's GPU) is "
+    "judged exactly on that GPU and *scaled* on others: expected here = published value x (this GPU's "
+    "reference rate / the paper GPU's), with the scaling's uncertainty added to the tolerance "
+    "(config/hardware/). A claim whose value this run could not measure is *not measured*, with the reason."
+)
 
 
 def source_text(outcome: Outcome) -> str:
@@ -42,29 +63,42 @@ def source_text(outcome: Outcome) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 def frame(outcomes: list[Outcome]) -> pd.DataFrame:
     rows = []
-    for outcome in outcomes:
-        claim = outcome.claim
-        low, high = claim.accepted_range()
+    for o in outcomes:
+        claim = o.claim
+        low, high = o.accepted if o.judged else claim.accepted_range()
         rows.append(
             {
                 "id": claim.id,
+                "purpose": claim.purpose,
+                "paper": claim.paper,
                 "claim": claim.claim,
+                "kind": claim.kind,
                 "study": claim.study,
-                "status": outcome.status,
-                "measured": outcome.measured,
-                "measured_text": outcome.describe_measured(),
+                "status": o.status,
+                "grade": o.grade,
+                "judged": o.judged,
+                "paper_gpu": o.describe_paper_gpus(),
+                "measured_on": o.measured_on,
+                "measured": o.measured,
+                "measured_text": o.describe_measured(),
                 "unit": claim.unit,
                 "expected": claim.describe_expected(),
-                "accepted_low": None if math.isinf(low) else low,
-                "accepted_high": None if math.isinf(high) else high,
+                "expected_here": o.describe_expected(),
+                "scale_factor": o.factor,
+                "accepted_low": _finite(low),
+                "accepted_high": _finite(high),
                 "tolerance": claim.tolerance.describe(claim.unit),
                 "tolerance_why": claim.tolerance.why,
-                "detail": outcome.detail,
-                "plot": outcome.plot or "",
-                "profiles": " ".join(claim.profiles),
-                "source": source_text(outcome),
+                "scaling_why": claim.scaling.why if claim.scaling else "",
+                "detail": o.detail,
+                "plot": o.plot or "",
+                "source": source_text(o),
                 "source_where": claim.source.get("where", ""),
                 "source_url": claim.source.get("url", ""),
                 "claim_file": claim.file,
@@ -74,34 +108,55 @@ def frame(outcomes: list[Outcome]) -> pd.DataFrame:
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    counts = Counter(o.status for o in outcomes)
-    return ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) or "no claims"
+    """One line: the verdict of each paper, then the regression checks."""
+    papers = "; ".join(f"{p.paper}: {p.verdict}" for p in paper_verdicts(outcomes)) or "no paper claims"
+    return f"{papers}. Regression checks: {regression_counts(outcomes)}"
+
+
+def describe_here(here: Here) -> str:
+    gpus = f"{here.describe()} ({here.gpu_count} GPU{'s' if here.gpu_count != 1 else ''})"
+    rates = ", ".join(
+        f"{name} {value:.4g} {REFERENCES.get(name, '')}" for name, value in here.references.items()
+    )
+    return f"Measured on {gpus}." + (f" Reference rates here: {rates}." if rates else "")
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(outcomes: list[Outcome], profile: str, gpus: list[str]) -> str:
+def _judged(o: Outcome) -> str:
+    return f"{o.claim.kind}; {o.describe_basis()}"
+
+
+def _plot_link(o: Outcome) -> str:
+    return f"[{o.claim.plot}]({o.plot})" if o.plot else (o.claim.plot or "")
+
+
+def _claims_table(outcomes: list[Outcome]) -> list[str]:
     lines = [
-        f"# Reproduction verdict: profile {profile}",
-        "",
-        f"GPUs measured: {', '.join(gpus) or 'none recorded'}. Claims: {summary(outcomes)}.",
-        "",
-        "A claim for another GPU model is *not applicable on this GPU*, not failed; a claim whose study did",
-        "not run here (or whose size a quick run skipped) is *not measured*. Each claim's tolerance and the",
-        "reason for it are below the table; its source is in `config/expected/`.",
-        "",
-        "| | claim | expected | measured | verdict | plot |",
-        "|---|---|---|---|---|---|",
+        "| | claim | judged | expected here | measured | verdict | plot |",
+        "|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
-        plot = f"[{o.claim.plot}]({o.plot})" if o.plot else (o.claim.plot or "")
-        lines.append(
-            f"| {_MARKS[o.status]} | {_cell(o.claim.claim)} | {_cell(o.claim.describe_expected())} | "
-            f"{_cell(o.describe_measured())} | {o.status} | {plot} |"
-        )
-    lines += ["", "## Claims", ""]
+        cells = [o.claim.claim, _judged(o), o.describe_expected(), o.describe_measured(), o.status]
+        lines.append(f"| {_MARKS[o.grade]} | {' | '.join(map(_cell, cells))} | {_plot_link(o)} |")
+    return lines
+
+
+def _papers_table(papers: list[PaperVerdict]) -> list[str]:
+    lines = [
+        "| paper | verdict | " + " | ".join(GRADES) + " | not measured because |",
+        "|---|---|" + "---|" * len(GRADES) + "---|",
+    ]
+    for p in papers:
+        counts = " | ".join(str(p.counts[grade]) for grade in GRADES)
+        lines.append(f"| {_cell(p.paper)} | **{p.verdict}** | {counts} | {_cell(p.describe_unmeasured())} |")
+    return lines
+
+
+def _details(outcomes: list[Outcome]) -> list[str]:
+    lines: list[str] = []
     for o in outcomes:
         c = o.claim
         where = f" ({c.source['where']})" if "where" in c.source else ""
@@ -109,52 +164,163 @@ def markdown(outcomes: list[Outcome], profile: str, gpus: list[str]) -> str:
         lines += [
             f"### {c.id}: {o.status}",
             "",
-            f"- claim: {c.claim}",
+            f"- claim ({c.kind}): {c.claim}",
+            f"- judged: {o.describe_basis()}",
             f"- source: {source_text(o)}{where}{url}",
             f"- expected: {c.describe_expected()}; tolerance: {c.tolerance.why}",
-            f"- result: {o.detail}",
         ]
+        if c.scaling is not None:
+            lines.append(f"- scaled to another GPU: {c.scaling.why}")
+        if c.direction is not None:
+            lines.append(f"- direction: the value is {c.direction.describe()}")
+        lines.append(f"- result: {o.detail}")
         if c.note:
             lines.append(f"- note: {c.note}")
         if c.source.get("note"):
             lines.append(f"- about the source: {c.source['note']}")
         lines.append("")
+    return lines
+
+
+def _split(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    return (
+        [o for o in outcomes if o.claim.purpose == REPRODUCTION],
+        [o for o in outcomes if o.claim.purpose == REGRESSION],
+    )
+
+
+def markdown(outcomes: list[Outcome], profile: str, here: Here) -> str:
+    papers, regression = _split(outcomes)
+    lines = [
+        f"# Reproduction verdict: profile {profile}",
+        "",
+        describe_here(here),
+        "",
+        "## Per paper",
+        "",
+        *_papers_table(paper_verdicts(outcomes)),
+        "",
+        HOW_JUDGED,
+        "",
+        "## Claims of the papers",
+        "",
+        *_claims_table(papers),
+        "",
+        "## Regression checks: this project's own earlier figures",
+        "",
+        "Not reproductions of a paper: they tell whether this run measures what the project measured "
+        f"before. {regression_counts(outcomes)}.",
+        "",
+        *_claims_table(regression),
+        "",
+        "## Claims in detail",
+        "",
+        *_details(outcomes),
+    ]
     return "\n".join(lines)
 
 
-def to_html(outcomes: list[Outcome], profile: str, gpus: list[str]) -> str:
-    """A standalone page (the Snakemake report shows HTML inline; Markdown only as a download)."""
+def _html_papers(papers: list[PaperVerdict]) -> list[str]:
     e = html.escape
-    rows = []
+    head = "".join(f"<th>{e(grade)}</th>" for grade in GRADES)
+    rows = [f"<table><tr><th>paper</th><th>verdict</th>{head}<th>not measured because</th></tr>"]
+    for p in papers:
+        counts = "".join(f"<td>{p.counts[grade]}</td>" for grade in GRADES)
+        rows.append(
+            f"<tr><td>{e(p.paper)}</td><td><b>{e(p.verdict)}</b></td>{counts}"
+            f"<td><small>{e(p.describe_unmeasured())}</small></td></tr>"
+        )
+    return [*rows, "</table>"]
+
+
+def _html_claims(outcomes: list[Outcome]) -> list[str]:
+    e = html.escape
+    rows = [
+        "<table><tr><th>claim</th><th>judged</th><th>expected here</th><th>measured</th><th>verdict</th>"
+        "<th>why this tolerance</th><th>source</th><th>plot</th></tr>"
+    ]
     for o in outcomes:
         c = o.claim
         url = c.source.get("url")
         source = e(source_text(o)) + (f" ({e(c.source['where'])})" if "where" in c.source else "")
         if url:
             source = f'<a href="{e(url)}">{source}</a>'
+        why = e(c.tolerance.why) + (f"<br>scaling: {e(c.scaling.why)}" if c.scaling else "")
         rows.append(
-            f'<tr style="background:{_COLOURS[o.status]}"><td>{e(c.claim)}<br><small>{e(c.id)}</small></td>'
-            f"<td>{e(c.describe_expected())}</td><td>{e(o.describe_measured())}</td>"
-            f"<td><b>{e(o.status)}</b><br><small>{e(o.detail)}</small></td>"
-            f"<td><small>{e(c.tolerance.why)}</small></td><td><small>{source}</small></td>"
-            f"<td>{e(c.plot or '')}</td></tr>"
+            f'<tr style="background:{_COLOURS[o.grade]}"><td>{e(c.claim)}<br><small>{e(c.id)}</small></td>'
+            f"<td><small>{e(_judged(o))}</small></td><td>{e(o.describe_expected())}</td>"
+            f"<td>{e(o.describe_measured())}</td><td><b>{e(o.status)}</b><br><small>{e(o.detail)}</small></td>"
+            f"<td><small>{why}</small></td><td><small>{source}</small></td><td>{e(c.plot or '')}</td></tr>"
         )
+    return [*rows, "</table>"]
+
+
+def to_html(outcomes: list[Outcome], profile: str, here: Here) -> str:
+    """A standalone page (the Snakemake report shows HTML inline; Markdown only as a download)."""
+    e = html.escape
+    papers, regression = _split(outcomes)
     return "\n".join(
         [
             "<!DOCTYPE html>",
             '<html><head><meta charset="utf-8">',
             f"<title>Reproduction verdict: {e(profile)}</title>",
-            "<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}"
+            "<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin-bottom:1em}"
             "td,th{border:1px solid #999;padding:4px;vertical-align:top;text-align:left}</style>",
             "</head><body>",
             f"<h1>Reproduction verdict: profile {e(profile)}</h1>",
-            f"<p>GPUs measured: {e(', '.join(gpus) or 'none recorded')}. Claims: {e(summary(outcomes))}.</p>",
-            "<p>A claim for another GPU model is <i>not applicable on this GPU</i>, not failed; a claim "
-            "whose study did not run here (or whose size a quick run skipped) is <i>not measured</i>.</p>",
-            "<table><tr><th>claim</th><th>expected</th><th>measured</th><th>verdict</th>"
-            "<th>why this tolerance</th><th>source</th><th>plot</th></tr>",
-            *rows,
-            "</table></body></html>",
+            f"<p>{e(describe_here(here))}</p>",
+            "<h2>Per paper</h2>",
+            *_html_papers(paper_verdicts(outcomes)),
+            f"<p>{e(HOW_JUDGED).replace('*', '')}</p>",
+            "<h2>Claims of the papers</h2>",
+            *_html_claims(papers),
+            "<h2>Regression checks: this project's own earlier figures</h2>",
+            f"<p>Not reproductions of a paper. {e(regression_counts(outcomes))}.</p>",
+            *_html_claims(regression),
+            "</body></html>",
             "",
         ]
     )
+
+
+def _rst(text: str) -> str:
+    """Text as reStructuredText shows it literally (no emphasis, links or substitutions)."""
+    for char in "\\*`|_":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def landing_page(outcomes: list[Outcome], profile: str, here: Here) -> str:
+    """reStructuredText for the Snakemake report's landing page: the verdict per paper, first."""
+    title = f"Reproduction verdict: profile {profile}"
+    lines = [
+        title,
+        "=" * len(title),
+        "",
+        _rst(describe_here(here)),
+        "",
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - paper",
+        "     - verdict",
+        "     - claims",
+        "     - not measured because",
+    ]
+    for p in paper_verdicts(outcomes):
+        lines += [
+            f"   * - {_rst(p.paper)}",
+            f"     - **{p.verdict}**",
+            f"     - {p.describe_counts() or '-'}",
+            f"     - {_rst(p.describe_unmeasured()) or '-'}",
+        ]
+    lines += [
+        "",
+        f"Regression checks (this project's own earlier figures, not reproductions): "
+        f"{regression_counts(outcomes)}.",
+        "",
+        _rst(HOW_JUDGED.replace("*", "")),
+        "Each claim, with its source, tolerance and result, is in the Verdict section of this report.",
+        "",
+    ]
+    return "\n".join(lines)
