@@ -9,13 +9,15 @@ Three workloads, all in this one process:
   SGD with momentum under AMP (fp16 autocast and a gradient scaler), also bound by the host.
 
 For each workload, sampler (process, thread) and rate, blocks of back-to-back operations are timed with
-the sampler off and on, alternating (off, on, off, on, ...) so that drift in clocks or temperature falls
-on both alike. Printed per row: the median block time off and on, their ratio, the median of the
-per-pair ratios, and the rate the sampler achieved during the timed blocks (median and lowest) with the
-samples it dropped. Before the table: the idle baseline and each sampler's start and stop cost.
+the sampler off and on in pairs, each pair in a random order, so that drift in clocks, temperature or the
+host's load falls on both alike. Printed per row: the median block time off and on, their ratio, the
+median of the per-pair ratios with its 95% bootstrap interval, and the rate the sampler achieved during
+the timed blocks (median and lowest) with the samples it dropped. A row `none` times pairs of blocks with
+no sampler at all: its interval is the noise floor, what an overhead must exceed to be seen at all on
+this host and workload. Before the table: the idle baseline and each sampler's start and stop cost.
 
     python benchmarks/telemetry_overhead.py [--device 0] [--workloads sgemm deit-b resnet18]
-        [--rates 50 200] [--samplers process thread] [--pairs 10] [--block-s 0.5]
+        [--rates 50 200] [--samplers process thread] [--pairs 30] [--block-s 0.25]
 
 `--device cpu` runs the same code on the CPU, e.g. as a smoke run with small sizes:
 
@@ -26,11 +28,13 @@ samples it dropped. Before the table: the idle baseline and each sampler's start
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -44,6 +48,7 @@ from gpurepro.sgemm.torch_mm import TorchSgemm
 from gpurepro.telemetry import SAMPLERS, TelemetrySource, measure_idle, open_sampler, open_source
 
 WORKLOADS = ("sgemm", "deit-b", "resnet18")
+NO_SAMPLER = "none"  # pairs of blocks both without a sampler: the noise floor
 
 
 @dataclass(frozen=True)
@@ -120,13 +125,26 @@ class Row:
 def compare(work: Work, count: int, source: TelemetrySource, kind: str, rate: float, pairs: int) -> Row:
     row = Row([], [], [])
     for _ in range(pairs):
-        row.off_s.append(time_block(work, count)[0])
-        with open_sampler(source, rate, kind) as sampler:
-            seconds, start, end = time_block(work, count)
-        row.on_s.append(seconds)
-        row.achieved_hz.append(sampler.trace.rate_between(start, end))
-        row.dropped += sampler.trace.dropped_samples
+        for sampled in random.sample([False, True], 2):  # off first or on first, at random
+            if not sampled:
+                row.off_s.append(time_block(work, count)[0])
+            elif kind == NO_SAMPLER:
+                row.on_s.append(time_block(work, count)[0])
+            else:
+                with open_sampler(source, rate, kind) as sampler:
+                    seconds, start, end = time_block(work, count)
+                row.on_s.append(seconds)
+                row.achieved_hz.append(sampler.trace.rate_between(start, end))
+                row.dropped += sampler.trace.dropped_samples
     return row
+
+
+def paired_median(row: Row, resamples: int = 2000) -> tuple[float, float, float]:
+    """The median of the per-pair on/off ratios and its 95% bootstrap interval."""
+    ratios = np.array(row.on_s) / np.array(row.off_s)
+    draws = np.random.default_rng(0).choice(ratios, size=(resamples, len(ratios)))
+    low, high = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
+    return float(np.median(ratios)), float(low), float(high)
 
 
 def sampler_costs(source: TelemetrySource, kind: str, times: int = 5) -> tuple[float, float]:
@@ -150,10 +168,11 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--device", help="GPU index, or 'cpu' (default: 0 where a GPU is, else cpu)")
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
-    parser.add_argument("--samplers", nargs="+", choices=list(SAMPLERS), default=list(SAMPLERS))
+    kinds = [*SAMPLERS, NO_SAMPLER]
+    parser.add_argument("--samplers", nargs="+", choices=kinds, default=kinds)
     parser.add_argument("--rates", type=float, nargs="+", default=[50.0, 200.0])
-    parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--block-s", type=float, default=0.5)
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--block-s", type=float, default=0.25)
     parser.add_argument("--idle-s", type=float, default=5.0)
     parser.add_argument("--sgemm-n", type=int, help="default: 4096 on a GPU, 512 on the CPU")
     parser.add_argument(
@@ -185,27 +204,33 @@ def main() -> None:
             print(
                 f"idle {name}: {baseline.power_w:.1f} W ({baseline.method}), {baseline.temperature_c:.0f} C"
             )
-        for kind in args.samplers:
+        for kind in [k for k in args.samplers if k != NO_SAMPLER]:
             start_s, stop_s = sampler_costs(source, kind)
             print(f"{kind} sampler: start {start_s * 1e3:.1f} ms, stop {stop_s * 1e3:.1f} ms (median of 5)")
         print(
             f"{'workload':>9} {'sampler':>8} {'rate_hz':>7} {'achieved':>8} {'min_hz':>7} {'dropped':>7} "
-            f"{'off_ms':>9} {'on_ms':>9} {'on/off':>7} {'paired':>7}"
+            f"{'off_ms':>9} {'on_ms':>9} {'on/off':>7} {'paired':>7} {'95% interval':>15}"
         )
         for workload in args.workloads:
             work = BUILDERS[workload](args, device)
             count, one_s = block_size(work, args.block_s)
             print(f"{workload}: {count} x {work.description} per block on {name} ({one_s * 1e3:.2f} ms each)")
-            for rate in args.rates:
-                for kind in args.samplers:
-                    row = compare(work, count, source, kind, rate, args.pairs)
-                    paired = statistics.median(on / off for off, on in zip(row.off_s, row.on_s, strict=True))
-                    off_ms, on_ms = statistics.median(row.off_s) * 1e3, statistics.median(row.on_s) * 1e3
-                    print(
-                        f"{workload:>9} {kind:>8} {rate:>7.0f} {statistics.median(row.achieved_hz):>8.1f} "
-                        f"{min(row.achieved_hz):>7.1f} {row.dropped:>7} {off_ms:>9.2f} {on_ms:>9.2f} "
-                        f"{on_ms / off_ms:>7.4f} {paired:>7.4f}"
-                    )
+            rows = [(rate, kind) for rate in args.rates for kind in args.samplers if kind != NO_SAMPLER]
+            if NO_SAMPLER in args.samplers:
+                rows.insert(0, (0.0, NO_SAMPLER))
+            for rate, kind in rows:
+                row = compare(work, count, source, kind, rate, args.pairs)
+                paired, low, high = paired_median(row)
+                off_ms, on_ms = statistics.median(row.off_s) * 1e3, statistics.median(row.on_s) * 1e3
+                achieved = (
+                    f"{statistics.median(row.achieved_hz):>8.1f} {min(row.achieved_hz):>7.1f}"
+                    if row.achieved_hz
+                    else f"{'-':>8} {'-':>7}"
+                )
+                print(
+                    f"{workload:>9} {kind:>8} {rate:>7.0f} {achieved} {row.dropped:>7} {off_ms:>9.2f} "
+                    f"{on_ms:>9.2f} {on_ms / off_ms:>7.4f} {paired:>7.4f} {low:>7.4f}-{high:.4f}"
+                )
     finally:
         source.close()
 

@@ -196,6 +196,9 @@ def test_nvml_sampler_on_a_real_gpu(kind: str) -> None:
     assert sampler.trace.achieved_rate_hz >= (49 if kind == "process" else 45)
     assert set(frame["device"]) == {"0"}
     assert frame["power_w"].gt(0).all() and frame["sm_clock_mhz"].gt(0).all()
+    # the slow energy counter is read about every 0.1 s, not with every sample, and never goes back
+    energy = frame["energy_j"].dropna()
+    assert 15 <= len(energy) <= 22 and energy.is_monotonic_increasing
     assert window.method == "nvml_energy_counter" and 10 < window.avg_power_w < 2000
 
 

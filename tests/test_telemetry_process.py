@@ -56,6 +56,33 @@ def test_deadlines_hold_the_rate_and_count_what_they_drop() -> None:
     assert deadlines.wait_s() == pytest.approx(0.04) and deadlines.dropped == 1
 
 
+def test_deadlines_tell_a_late_wake_up_from_a_slow_read() -> None:
+    clock = _Clock()
+    deadlines = Deadlines(10, clock)
+    clock.now = 0.01  # the first read took 10 ms
+    deadlines.wait_s()
+    clock.now = 0.13  # woke 30 ms after the deadline at 0.1 (busy CPUs) ...
+    deadlines.reading()
+    clock.now = 0.135  # ... and read in 5 ms
+    deadlines.wait_s()
+    clock.now = 0.2  # on time, but the driver took 60 ms to answer
+    deadlines.reading()
+    clock.now = 0.26
+    deadlines.wait_s()
+    assert deadlines.latest_wake_s == pytest.approx(0.03) and deadlines.slowest_read_s == pytest.approx(0.06)
+
+
+def test_the_sampling_process_runs_ahead_of_normal_work_where_allowed() -> None:
+    """Niceness -10 needs root or CAP_SYS_NICE; elsewhere it stays at the parent's, and says so."""
+    with ProcessSampler(CpuSource(), rate_hz=50) as sampler:
+        time.sleep(0.1)
+    try_it = "import os; os.setpriority(os.PRIO_PROCESS, 0, -10)"
+    allowed = subprocess.run([sys.executable, "-c", try_it], check=False).returncode == 0
+    expected = -10 if allowed else os.getpriority(os.PRIO_PROCESS, 0)
+    assert sampler.trace is not None and sampler.trace.niceness == expected
+    assert sampler.trace.describe()["sampler_niceness"] == expected
+
+
 def test_samples_line_up_with_the_measured_process_clock() -> None:
     with ProcessSampler(CpuSource(), rate_hz=100) as sampler:
         pid = sampler.pid

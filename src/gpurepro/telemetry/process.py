@@ -118,6 +118,9 @@ class ProcessSampler(Sampler):
             self.kind,
             report["dropped"],
             self._start_cost_s,
+            report["latest_wake_s"],
+            report["slowest_read_s"],
+            report["niceness"],
         )
         return self.trace
 

@@ -37,6 +37,9 @@ class Trace:
     sampler: str  # "process" or "thread"
     dropped_samples: int
     start_cost_s: float
+    latest_wake_s: float = 0.0  # the most a read began after its deadline: the host's CPUs were busy
+    slowest_read_s: float = 0.0  # the longest one read of the source took: the driver was busy
+    niceness: int | None = None  # the process sampler's scheduling niceness (None: a thread)
 
     @property
     def achieved_rate_hz(self) -> float:
@@ -73,6 +76,9 @@ class Trace:
             "samples": len(self.frame),
             "dropped_samples": self.dropped_samples,
             "sampler_start_s": self.start_cost_s,
+            "sampler_latest_wake_s": self.latest_wake_s,
+            "sampler_slowest_read_s": self.slowest_read_s,
+            "sampler_niceness": self.niceness,
         }
 
 
@@ -129,7 +135,7 @@ class ThreadSampler(Sampler):
         self._started = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
-        self._dropped = 0
+        self._deadlines: Deadlines | None = None
         self._start_unix_s = 0.0
 
     def start(self) -> None:
@@ -146,12 +152,13 @@ class ThreadSampler(Sampler):
             self._rows.extend(self.source.read())
             self._started.set()
             while not self._stop.wait(deadlines.wait_s()):
+                deadlines.reading()
                 self._rows.extend(self.source.read())
         except BaseException as err:  # surfaced in stop(), never lost in the thread
             self._error = err
         finally:
             self._started.set()
-        self._dropped = deadlines.dropped
+        self._deadlines = deadlines
 
     def stop(self) -> Trace:
         if self._thread is None:
@@ -161,7 +168,10 @@ class ThreadSampler(Sampler):
         if self._error is not None:
             raise RuntimeError(f"telemetry sampling failed: {self._error}") from self._error
         frame = pd.DataFrame(self._rows, columns=SAMPLE_COLUMNS)
+        deadlines = self._deadlines
+        assert deadlines is not None
         self.trace = Trace(
-            frame, self.rate_hz, self._start_unix_s, time.time(), self.kind, self._dropped, 0.0
-        )
+            frame, self.rate_hz, self._start_unix_s, time.time(), self.kind, deadlines.dropped, 0.0,
+            deadlines.latest_wake_s, deadlines.slowest_read_s,
+        )  # fmt: skip
         return self.trace

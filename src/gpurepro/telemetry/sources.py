@@ -65,6 +65,14 @@ def _number(value: float | int | None, scale: float = 1.0) -> float:
     return NAN if value is None else value * scale
 
 
+# The energy counter is read at most this often by a sampler. It updates only about every 100 ms, and its
+# read is NVML's slow one: 4-6 ms on an idle H100 and up to 100 ms with 32 CUDA processes on the GPU,
+# against 0.1 ms or less for each other reading. Read with every sample, it made a 50 Hz sampler miss
+# deadlines under load; at 10 Hz it loses nothing the counter could tell, and rows between its readings
+# hold NaN, which the energy interpolation (align.py, energy.py) already skips.
+ENERGY_READ_INTERVAL_S = 0.1
+
+
 class NvmlSource:
     """NVIDIA GPUs through NVML: instant and 1-second-average power, energy counter, clocks, temperature."""
 
@@ -82,6 +90,7 @@ class NvmlSource:
         pynvml = nvml.pynvml
         # Field ids of the instant and averaged power readings (nvml.h; Ampere and newer answer both).
         self._power_fields = [pynvml.NVML_FI_DEV_POWER_INSTANT, pynvml.NVML_FI_DEV_POWER_AVERAGE]
+        self._energy_read_at = -math.inf  # time.monotonic() of the latest energy counter reading
 
     def devices(self) -> list[str]:
         return list(self._handles)
@@ -102,20 +111,30 @@ class NvmlSource:
             readings = [usage, readings[1] if len(readings) == 2 else NAN]
         return readings[0], readings[1]
 
+    def _energy_due(self) -> bool:
+        """Whether this read takes the energy counter too (at most every ENERGY_READ_INTERVAL_S)."""
+        now = time.monotonic()
+        if now - self._energy_read_at < ENERGY_READ_INTERVAL_S:
+            return False
+        self._energy_read_at = now
+        return True
+
     def read(self) -> list[dict[str, Any]]:
         pynvml = nvml.pynvml
         rows = []
+        with_energy = self._energy_due()
         for device, h in self._handles.items():
             now = time.time()
             power, power_avg = self._power(h)
             util = nvml.optional(pynvml.nvmlDeviceGetUtilizationRates, h)
+            energy = nvml.optional(pynvml.nvmlDeviceGetTotalEnergyConsumption, h) if with_energy else None
             rows.append(
                 {
                     "time_unix_s": now,
                     "device": device,
                     "power_w": power,
                     "power_avg_w": power_avg,
-                    "energy_j": _number(nvml.optional(pynvml.nvmlDeviceGetTotalEnergyConsumption, h), 1e-3),
+                    "energy_j": _number(energy, 1e-3),
                     "sm_clock_mhz": _number(
                         nvml.optional(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
                     ),
