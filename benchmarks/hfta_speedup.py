@@ -6,8 +6,12 @@ it; then the tables of `gpurepro aggregate hfta`. Prints the throughput curve (s
 at the same B) and, at the fused array's best B, its ratio to serial and to concurrent (and MPS).
 Target on an H100/H200: fused >= 5x serial and >= 2x concurrent.
 
+`--graphs both` runs every point twice, with the stock eager step and with the whole step replayed as one
+CUDA graph (`gpurepro hfta --graphs on`), and prints both curves and the graphed fused array against the
+stock and the graphed baselines at every B.
+
     python benchmarks/hfta_speedup.py [--device 0] [--b-values 1,2,4,8,16,32] [--steps 100]
-                                      [--precision fp16] [--out-dir DIR]
+                                      [--precision fp16] [--graphs off|on|both] [--out-dir DIR]
 
 `--device cpu` runs the same code on the CPU (fp32, no MPS), e.g. as a smoke run:
 
@@ -54,18 +58,26 @@ def parse_args() -> argparse.Namespace:
         help="longest wait for the GPU to cool towards idle before each point (default 30)",
     )  # fmt: skip
     parser.add_argument(
+        "--modes", type=lambda text: text.split(","), default=["serial", "concurrent", "mps", "hfta"],
+        help="comma-separated modes to run (default serial,concurrent,mps,hfta; mps only where present)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--graphs", choices=["off", "on", "both"], default="off",
+        help="the stock eager step, each step as one CUDA graph, or both side by side (default off)",
+    )  # fmt: skip
+    parser.add_argument(
         "--out-dir", type=Path, help="keep the raw files and tables here (default: temporary)"
     )
     return parser.parse_args()
 
 
-def run_point(args: argparse.Namespace, mode: str, b: int, precision: str, raw: Path) -> Path:
-    out = raw / f"{mode}_{precision}_b{b}.csv"
+def run_point(args: argparse.Namespace, mode: str, b: int, precision: str, graphs: str, raw: Path) -> Path:
+    out = raw / f"{mode}_{precision}_b{b}_graphs-{graphs}.csv"
     command = [
         sys.executable, "-m", "gpurepro", "hfta", "--workload", "resnet18", "--mode", mode, "-B", str(b),
         "--precision", precision, "--batch-size", str(args.batch_size), "--image-size", str(args.image_size),
         "--steps", str(args.steps), "--warmup", str(args.warmup), "--gpu", args.device,
-        "--device-check", "warn", "--idle-seconds", "1",
+        "--device-check", "warn", "--idle-seconds", "1", "--graphs", graphs,
         "--cooldown-max-wait-s", str(args.cooldown_max_wait_s),
         "--out", str(out), "--trace-out", str(out.with_suffix(".telemetry.csv")),
     ]  # fmt: skip
@@ -73,7 +85,8 @@ def run_point(args: argparse.Namespace, mode: str, b: int, precision: str, raw: 
         command += ["--profile", args.profile]
     result = subprocess.run(command, capture_output=True, text=True)
     summary = [line for line in result.stderr.splitlines() if "samples/s" in line or "point " in line]
-    print(f"  {mode:10s} {precision} B={b:<3d} {summary[-1] if summary else ''}", flush=True)
+    line = summary[-1] if summary else ""
+    print(f"  {mode:10s} {precision} B={b:<3d} graphs {graphs:3s} {line}", flush=True)
     if result.returncode != 0:
         sys.exit(f"gpurepro hfta failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
     return out
@@ -82,12 +95,10 @@ def run_point(args: argparse.Namespace, mode: str, b: int, precision: str, raw: 
 def main() -> None:
     args = parse_args()
     precision = args.precision or ("fp32" if args.device == "cpu" else "fp16")
-    modes = ["serial", "concurrent", "hfta"]
-    if args.device != "cpu":
-        if shutil.which(MPS_CONTROL):
-            modes.insert(2, "mps")
-        else:
-            print(f"{MPS_CONTROL} not found: the mps baseline is skipped")
+    modes = [m for m in args.modes if m != "mps" or args.device != "cpu"]
+    if "mps" in modes and not shutil.which(MPS_CONTROL):
+        print(f"{MPS_CONTROL} not found: the mps baseline is skipped")
+        modes.remove("mps")
     with tempfile.TemporaryDirectory(prefix="gpurepro-hfta-bench-") as tmp:
         raw = args.out_dir or Path(tmp)
         raw.mkdir(parents=True, exist_ok=True)
@@ -96,29 +107,50 @@ def main() -> None:
             f"ResNet-18 {size}, batch {args.batch_size} per model, {precision}, {args.steps} timed steps "
             f"after {args.warmup} warm-up, device {args.device}"
         )
-        paths = [str(run_point(args, mode, b, precision, raw)) for b in args.b_values for mode in modes]
-        table = summarise(paths)
-        summary = speedups(table)
-        table.to_csv(raw / "hfta.csv", index=False)
-        summary.to_csv(raw / "hfta_speedup.csv", index=False)
+        graph_settings = ["off", "on"] if args.graphs == "both" else [args.graphs]
+        curves = {}
+        for graphs in graph_settings:
+            paths = [
+                str(run_point(args, mode, b, precision, graphs, raw)) for b in args.b_values for mode in modes
+            ]
+            table = summarise(paths)
+            summary = speedups(table)
+            table.to_csv(raw / f"hfta_graphs-{graphs}.csv", index=False)
+            summary.to_csv(raw / f"hfta_speedup_graphs-{graphs}.csv", index=False)
+            print(f"\n== {'stock eager steps' if graphs == 'off' else 'each step one CUDA graph'}")
+            curves[graphs] = report(table, summary)
+        if len(curves) == 2:
+            fused = curves["on"]["hfta"]
+            print("\nthe graphed fused array over each baseline, stock and graphed, at the same B")
+            ratios = {f"{mode} {kind}": fused / curves[graphs][mode] for mode in modes if mode != "hfta"
+                      for kind, graphs in [("stock", "off"), ("graphed", "on")]}  # fmt: skip
+            ratios["hfta stock"] = fused / curves["off"]["hfta"]
+            print(pd.DataFrame(ratios).round(2).to_string())
+        if args.out_dir:
+            print(f"\nraw files and tables in {args.out_dir}")
+
+
+def report(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Print a curve (samples/s and over serial at the same B) and the speedups; return the curve."""
     throughput = table[table["metric"] == "throughput"]
     curve = throughput.pivot_table(index="b", columns="mode", values="value", aggfunc="median")
     curve = curve[[m for m in ["serial", "concurrent", "mps", "hfta"] if m in curve.columns]]
     status = throughput.pivot_table(index="b", columns="mode", values="status", aggfunc="first")
-    print("\nthroughput (samples/s; blank: not measured)")
+    print("throughput (samples/s; blank: not measured)")
     print(curve.round(1).to_string())
     statuses = status.stack()
     not_ok = statuses[statuses != "ok"]
     if len(not_ok):
         print("not measured: " + ", ".join(f"B={b} {mode}: {s}" for (b, mode), s in not_ok.items()))
-    print("\nthroughput / serial at the same B")
-    print((curve.div(curve["serial"], axis=0)).round(2).to_string())
+    if "serial" in curve:
+        print("throughput / serial at the same B")
+        print((curve.div(curve["serial"], axis=0)).round(2).to_string())
     rows = summary[(summary["metric"] == "speedup") & (summary["statistic"] == "at_best_b")]
     if rows.empty:
-        print("\nno fused point ran: no speedup")
-        return
+        print("no fused point ran: no speedup")
+        return curve
     best_b = int(rows["b"].iloc[0])
-    print(f"\nat the fused array's best B={best_b}:")
+    print(f"at the fused array's best B={best_b}:")
     for _, row in rows.iterrows():
         print(f"  hfta / {row['baseline']:10s} = {row['value']:.2f}x")
     peak = summary[(summary["metric"] == "speedup") & (summary["statistic"] == "max")]
@@ -127,8 +159,7 @@ def main() -> None:
             f"  peak hfta / peak {row['baseline']:10s} = {row['value']:.2f}x "
             f"(its best B={int(row['baseline_b'])})"
         )
-    if args.out_dir:
-        print(f"\nraw files and tables in {args.out_dir}")
+    return curve
 
 
 if __name__ == "__main__":

@@ -101,3 +101,24 @@ def test_auto_conv_form_times_both_forms_in_cudnn_benchmark_mode() -> None:
     # one entry per distinct convolution shape of ResNet-18 (stem, 3x3 and strided 3x3 per stage, shortcuts)
     assert len(chosen) >= 11 and set(chosen.values()) <= {"grouped", "matmul", "triton"}
     torch.testing.assert_close(outputs["auto"], outputs["grouped"], atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["one-model", "fused-array"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_a_graphed_step_trains_like_the_eager_step(fused: bool, precision: str) -> None:
+    """The whole step replayed as a CUDA graph (gradient scaler included) reaches the loss the eager
+    step reaches from the same seed, batches and number of steps (warm-up 5: 3 eager, 2 replayed); only
+    cuDNN's algorithm choice may differ."""
+    from gpurepro.hfta_study import training
+
+    def final_loss(graphs: bool) -> float:
+        settings = training.TrainSettings(
+            "resnet18", 16, precision, steps=12, warmup=5, optimizer="sgd", lr=0.05, seed=1,
+            device="cuda:0", image_size=32, graphs=graphs,
+        )  # fmt: skip
+        training.prepare_process(settings)
+        unit = training.train_fused(settings, 3) if fused else training.train_single(settings, 0)
+        return unit.final_loss
+
+    eager, graphed = final_loss(False), final_loss(True)
+    assert graphed == pytest.approx(eager, rel=2e-2), (eager, graphed)

@@ -243,3 +243,38 @@ def test_resnet18_trains_on_real_tiny_imagenet_batches(tmp_path: Path) -> None:
     rows = pd.read_csv(out)
     assert list(rows["status"]) == ["ok"] and rows["image_size"].item() == 64
     assert rows["data"].item().startswith("tiny-imagenet: 2 real Tiny-ImageNet batches per model")
+
+
+def test_graphs_are_on_where_cuda_is_and_refused_on_the_cpu() -> None:
+    from gpurepro.hfta_study.graphs import use_graphs
+
+    assert use_graphs("auto", "cpu") is False and use_graphs("off", "cuda:0") is False
+    assert use_graphs("auto", "cuda:0") is True and use_graphs("on", "cuda:1") is True
+    with pytest.raises(ValueError, match="needs a CUDA device, not cpu"):
+        use_graphs("on", "cpu")
+    with pytest.raises(ValueError, match="one of auto, on, off, got 'yes'"):
+        use_graphs("yes", "cpu")
+
+
+def test_the_graphed_steps_sgd_matches_the_default_even_after_a_skipped_first_step() -> None:
+    """fp16's first steps often overflow and the scaler skips them; the fused SGD of graphed steps must
+    then still update as torch's default SGD does (its momentum buffers start at zero, not unset)."""
+    import torch
+
+    from gpurepro.hfta_study import training
+
+    def run(graphs: bool) -> torch.Tensor:
+        settings = training.TrainSettings("mlp", 4, "fp32", 1, 0, "sgd", 0.1, 0, "cpu", graphs=graphs)
+        weight = torch.nn.Parameter(torch.ones(4))
+        optimizer = training._optimizer(iter([weight]), settings)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**4)
+        for gradient in [float("inf"), 1.0, -2.0, 0.5]:  # the first step overflows and is skipped
+            optimizer.zero_grad()
+            loss = (weight * gradient).sum()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        return weight.detach()
+
+    assert torch.equal(run(False), torch.ones(4) - 0.1 * (1.0 + (0.9 - 2.0) + (0.9 * -1.1 + 0.5)))
+    assert torch.allclose(run(True), run(False), atol=1e-6)

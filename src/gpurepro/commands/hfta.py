@@ -14,6 +14,7 @@ import torch
 
 from ..errors import GpureproError
 from ..hfta_study import DATA_SOURCES, MODES, OPTIMIZERS, PRECISIONS, WORKLOADS
+from ..hfta_study.graphs import GRAPH_CHOICES, use_graphs
 from ..hfta_study.launcher import PointOutcome
 from ..hfta_study.mps import MpsUnavailable, control_binary
 from ..hfta_study.point import Point, workload
@@ -73,6 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--gpu", type=gpu_or_cpu, help="GPU index, or 'cpu' (default: GPU 0 where NVML finds one, else cpu)"
     )
+    parser.add_argument(
+        "--graphs", choices=GRAPH_CHOICES, default="off",
+        help="replay each training step as one CUDA graph (forward, backward, optimizer, scaler): auto "
+        "where CUDA is, on, or off, the stock eager step (default off)",
+    )  # fmt: skip
     parser.add_argument("--run", type=positive_int, default=1, help="repeat number")
     parser.add_argument(
         "--worker-timeout-s", type=float, default=3600.0,
@@ -98,6 +104,10 @@ def _check(args: argparse.Namespace) -> None:
             raise GpureproError(f"Tiny-ImageNet images are 64x64; got --image-size {args.image_size}")
     elif args.data_root is not None:
         raise GpureproError("--data-root is for --data-source tiny-imagenet")
+    if args.graphs != "off" and args.optimizer != "sgd":
+        raise GpureproError(
+            f"--graphs {args.graphs} replays steps with the fused SGD kernels; use --optimizer sgd"
+        )
 
 
 def _data(args: argparse.Namespace) -> str:
@@ -119,11 +129,16 @@ def run(args: argparse.Namespace) -> int:
         raise GpureproError(
             f"NVML sees GPU {target.gpu_index}, but this torch has no CUDA ({torch.__version__})"
         )
+    try:
+        graphs = use_graphs(args.graphs, target.torch_device)
+    except ValueError as why:
+        raise GpureproError(f"--graphs: {why}") from None
     settings = TrainSettings(
         workload=args.workload, batch_size=args.batch_size, precision=args.precision, steps=args.steps,
         warmup=args.warmup, optimizer=args.optimizer, lr=args.lr, seed=args.seed,
         device=target.torch_device, image_size=args.image_size, seq_len=args.seq_len,
         data_source=args.data_source, data_root=args.data_root, data_batches=args.data_batches,
+        graphs=graphs,
     )  # fmt: skip
     describe = {
         "workload": args.workload,
@@ -139,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         "timed_steps": args.steps,
         "warmup_steps_per_model": args.warmup,
         "data": _data(args),
+        "graphs": "on" if graphs else "off",
     }
     label = f"{args.workload} {args.mode} {args.precision} B={args.models} run {args.run}"
     binary = None

@@ -32,11 +32,13 @@ from torch import nn
 
 from ..datasets.specs import TINY_IMAGENET
 from ..inference.modes import AUTOCAST, PointFailed, set_matmul_precision
+from .graphs import EAGER_STEPS_BEFORE_CAPTURE, GraphedStep
 
 if TYPE_CHECKING:
     from ..hfta import WorkloadSpec
 
 MOMENTUM = 0.9
+GRAPH_REPLAYS_BEFORE_TIMING = 2  # the first replay also uploads the graph to the device
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
@@ -59,6 +61,7 @@ class TrainSettings:
     data_root: str | None = None
     data_batches: int = 4
     threads: int | None = None  # CPU threads of this process; None keeps torch's default
+    graphs: bool = False  # each step replayed as one CUDA graph (graphs.py), after eager warm-up
 
 
 @dataclass(frozen=True)
@@ -202,14 +205,25 @@ def _run(
     start_together: Callable[[], None] | None,
 ) -> UnitResult:
     loss = torch.zeros(())
-    for i in range(settings.warmup):
-        loss = trainer.step(*batches[i % len(batches)])
+    step, warmup = trainer.step, settings.warmup
+    if settings.graphs:
+        # The warm-up steps run eagerly, then the graph is captured and replayed for the last
+        # GRAPH_REPLAYS_BEFORE_TIMING of them: the same batches and number of steps as eager warm-up
+        # (at least EAGER_STEPS_BEFORE_CAPTURE + GRAPH_REPLAYS_BEFORE_TIMING), so both train alike.
+        eager = max(warmup - GRAPH_REPLAYS_BEFORE_TIMING, EAGER_STEPS_BEFORE_CAPTURE)
+        step = GraphedStep(trainer, [batches[i % len(batches)] for i in range(eager)]).step
+        warmup = eager + GRAPH_REPLAYS_BEFORE_TIMING
+        first_replayed = eager
+    else:
+        first_replayed = 0
+    for i in range(first_replayed, warmup):
+        loss = step(*batches[i % len(batches)])
     _synchronize(device)
     if start_together is not None:
         start_together()  # every process starts its timed steps at the same moment
     start = time.time()
     for i in range(settings.steps):
-        loss = trainer.step(*batches[(settings.warmup + i) % len(batches)])
+        loss = step(*batches[(warmup + i) % len(batches)])
     _synchronize(device)
     end = time.time()
     final = float(loss.float().sum()) / models  # the mean model's loss (the fused loss sums them)
@@ -221,11 +235,22 @@ def _run(
     peak, kind = _peak_memory(device)
     samples = models * settings.batch_size * settings.steps
     return UnitResult(
-        unit, models, os.getpid(), start, end, settings.steps, settings.warmup, samples, final, peak, kind
+        unit, models, os.getpid(), start, end, settings.steps, warmup, samples, final, peak, kind
     )
 
 
 def _optimizer(parameters: Iterator[nn.Parameter], settings: TrainSettings) -> torch.optim.Optimizer:
+    if settings.optimizer == "sgd" and settings.graphs:
+        # fused: one kernel that takes the GradScaler's scale and inf flag, so a graphed step never
+        # waits for the host (see graphs.py). Its first step makes the momentum buffers uninitialised
+        # (empty_like) and leaves them so when the scaler skips that step for an overflow, as fp16's
+        # first steps often are; buffers started at zero make every step, the first included, the same
+        # update as the default implementation's (buf = 0.9 * 0 + grad = grad).
+        params = list(parameters)
+        optimizer = torch.optim.SGD(params, lr=settings.lr, momentum=MOMENTUM, fused=True)
+        for p in params:
+            optimizer.state[p]["momentum_buffer"] = torch.zeros_like(p)
+        return optimizer
     if settings.optimizer == "sgd":
         return torch.optim.SGD(parameters, lr=settings.lr, momentum=MOMENTUM)
     return torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=0.0)  # as the fused AdamW's default
