@@ -49,17 +49,22 @@ def add_sampler_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     )
 
 
-def add_measurement_options(parser: argparse.ArgumentParser) -> None:
-    """Profile check, output files and telemetry settings of a measuring subcommand."""
-    group = parser.add_argument_group("measurement")
-    group.add_argument("--profile", help="device profile the result is filed under (default: auto-detect)")
-    group.add_argument(
+def add_profile_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The device profile a result is filed under, and what a GPU of another model than its does."""
+    parser.add_argument("--profile", help="device profile the result is filed under (default: auto-detect)")
+    parser.add_argument(
         "--device-check",
         choices=["error", "warn"],
         default=os.environ.get("GPUREPRO_DEVICE_CHECK", "error"),
         help="when the GPU is not the profile's model: stop (error) or record the mismatch (warn); "
         "default: $GPUREPRO_DEVICE_CHECK or error",
     )
+
+
+def add_measurement_options(parser: argparse.ArgumentParser) -> None:
+    """Profile check, output files and telemetry settings of a measuring subcommand."""
+    group = parser.add_argument_group("measurement")
+    add_profile_options(group)
     group.add_argument("--out", help="raw per-rep CSV (with a provenance sidecar); default: print to stdout")
     group.add_argument("--trace-out", help="telemetry trace CSV (with a provenance sidecar)")
     group.add_argument(

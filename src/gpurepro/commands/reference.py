@@ -4,7 +4,6 @@ memory bandwidth, power limit), through which the verdict scales absolute claims
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import torch
@@ -13,7 +12,7 @@ from .. import provenance
 from ..measure_job import resolve_target
 from ..reference.measure import ReferenceSettings, measure
 from ..results import ensure_absent, write_raw
-from .options import add_config_hash_option, gpu_or_cpu, positive_int
+from .options import add_config_hash_option, add_profile_options, gpu_or_cpu, positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,11 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gemm-n", type=positive_int, default=8192, help="matrix size N (default 8192)")
     parser.add_argument("--copy-mib", type=positive_int, default=1024, help="MiB copied (default 1024)")
     parser.add_argument("--reps", type=positive_int, default=20, help="timed reps of each (default 20)")
-    parser.add_argument("--profile", help="device profile the result is filed under (default: auto-detect)")
-    parser.add_argument(
-        "--device-check", choices=["error", "warn"], default=os.environ.get("GPUREPRO_DEVICE_CHECK", "error"),
-        help="when the GPU is not the profile's model: stop (error) or record the mismatch (warn)",
-    )  # fmt: skip
+    add_profile_options(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="raw CSV, one row per rep (with a provenance sidecar); default: stdout")
     add_config_hash_option(parser)

@@ -17,18 +17,12 @@ The loss a replay returns is the graph's own output tensor, overwritten by the n
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
 
 import torch
 
 GRAPH_CHOICES = ("auto", "on", "off")
 EAGER_STEPS_BEFORE_CAPTURE = 3  # warm-up steps on the side stream: lazy state, algorithm searches
-
-
-class Step(Protocol):
-    optimizer: torch.optim.Optimizer
-
-    def step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor: ...
 
 
 def use_graphs(choice: str, device: torch.device | str) -> bool:
@@ -42,14 +36,17 @@ def use_graphs(choice: str, device: torch.device | str) -> bool:
 
 
 class GraphedStep:
-    """`trainer.step` captured as one CUDA graph after eager warm-up steps on `warmup_batches` (at least
+    """`train_step` captured as one CUDA graph after eager warm-up steps on `warmup_batches` (at least
     EAGER_STEPS_BEFORE_CAPTURE); `step(x, y)` replays it on x, y. Capturing runs no step: the models
     have trained on the warm-up batches only."""
 
-    def __init__(self, trainer: Step, warmup_batches: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    def __init__(
+        self,
+        train_step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        warmup_batches: list[tuple[torch.Tensor, torch.Tensor]],
+    ) -> None:
         if len(warmup_batches) < EAGER_STEPS_BEFORE_CAPTURE:
             raise ValueError(f"a graph is captured after {EAGER_STEPS_BEFORE_CAPTURE} eager steps at least")
-        self.trainer = trainer
         x, y = warmup_batches[0]
         self.static_x, self.static_y = x.clone(), y.clone()  # clone keeps x's strides (channels-last)
         side = torch.cuda.Stream()
@@ -58,16 +55,15 @@ class GraphedStep:
             for x, y in warmup_batches:  # through the static tensors, as the replays will read them
                 self.static_x.copy_(x)
                 self.static_y.copy_(y)
-                trainer.step(self.static_x, self.static_y)
+                train_step(self.static_x, self.static_y)
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         # zero_grad(set_to_none) inside the step: gradients are allocated in the graph's own memory pool
         with torch.cuda.graph(self.graph):
-            self.static_loss = trainer.step(self.static_x, self.static_y)
+            self.static_loss = train_step(self.static_x, self.static_y)
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if x is not self.static_x:
-            self.static_x.copy_(x, non_blocking=True)
-            self.static_y.copy_(y, non_blocking=True)
+        self.static_x.copy_(x, non_blocking=True)
+        self.static_y.copy_(y, non_blocking=True)
         self.graph.replay()
         return self.static_loss

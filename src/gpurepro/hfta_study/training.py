@@ -211,7 +211,7 @@ def _run(
         # GRAPH_REPLAYS_BEFORE_TIMING of them: the same batches and number of steps as eager warm-up
         # (at least EAGER_STEPS_BEFORE_CAPTURE + GRAPH_REPLAYS_BEFORE_TIMING), so both train alike.
         eager = max(warmup - GRAPH_REPLAYS_BEFORE_TIMING, EAGER_STEPS_BEFORE_CAPTURE)
-        step = GraphedStep(trainer, [batches[i % len(batches)] for i in range(eager)]).step
+        step = GraphedStep(trainer.step, [batches[i % len(batches)] for i in range(eager)]).step
         warmup = eager + GRAPH_REPLAYS_BEFORE_TIMING
         first_replayed = eager
     else:
@@ -240,20 +240,20 @@ def _run(
 
 
 def _optimizer(parameters: Iterator[nn.Parameter], settings: TrainSettings) -> torch.optim.Optimizer:
-    if settings.optimizer == "sgd" and settings.graphs:
-        # fused: one kernel that takes the GradScaler's scale and inf flag, so a graphed step never
-        # waits for the host (see graphs.py). Its first step makes the momentum buffers uninitialised
-        # (empty_like) and leaves them so when the scaler skips that step for an overflow, as fp16's
-        # first steps often are; buffers started at zero make every step, the first included, the same
-        # update as the default implementation's (buf = 0.9 * 0 + grad = grad).
-        params = list(parameters)
-        optimizer = torch.optim.SGD(params, lr=settings.lr, momentum=MOMENTUM, fused=True)
-        for p in params:
-            optimizer.state[p]["momentum_buffer"] = torch.zeros_like(p)
-        return optimizer
-    if settings.optimizer == "sgd":
+    if settings.optimizer != "sgd":
+        return torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=0.0)  # as the fused AdamW's default
+    if not settings.graphs:
         return torch.optim.SGD(parameters, lr=settings.lr, momentum=MOMENTUM)
-    return torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=0.0)  # as the fused AdamW's default
+    # fused: one kernel that takes the GradScaler's scale and inf flag, so a graphed step never
+    # waits for the host (see graphs.py). Its first step makes the momentum buffers uninitialised
+    # (empty_like) and leaves them so when the scaler skips that step for an overflow, as fp16's first
+    # steps often are; buffers started at zero make every step, the first included, the same update as
+    # the default implementation's (buf = 0.9 * 0 + grad = grad).
+    params = list(parameters)
+    optimizer = torch.optim.SGD(params, lr=settings.lr, momentum=MOMENTUM, fused=True)
+    for p in params:
+        optimizer.state[p]["momentum_buffer"] = torch.zeros_like(p)
+    return optimizer
 
 
 def train_single(
