@@ -8,31 +8,54 @@ Three workloads, all in this one process:
 - resnet18: one training step of the HFTA study's ResNet-18 (64x64 images, 200 classes) at batch 32,
   SGD with momentum under AMP (fp16 autocast and a gradient scaler), also bound by the host.
 
-For each workload, sampler (process, thread) and rate, blocks of back-to-back operations are timed with
-the sampler off and on in pairs, each pair in a random order, so that drift in clocks, temperature or the
-host's load falls on both alike. Printed per row: the median block time off and on, their ratio, the
-median of the per-pair ratios with its 95% bootstrap interval, and the rate the sampler achieved during
-the timed blocks (median and lowest) with the samples it dropped. A row `none` times pairs of blocks with
-no sampler at all: its interval is the noise floor, what an overhead must exceed to be seen at all on
-this host and workload. Before the table: the idle baseline and each sampler's start and stop cost.
+Each workload is built, warmed up, and sized into blocks of back-to-back operations of about --block-s
+seconds. A row of the table times --pairs pairs of blocks, one block "off" and one "on", each pair in a
+random order and every block straight after the one before, with no idle gap in which the GPU's clocks
+could drop, so that drift in clocks, temperature or the host's load falls on both alike. The garbage
+collector runs once before each row. The rows:
+- none: no sampler at all; "off" and "on" blocks are timed alike. Its spread is the noise floor: what
+  an overhead must exceed to be seen at all on this host and workload.
+- process: one sampling process started for the whole row and kept running through it. "Off" blocks are
+  timed with it paused (SIGSTOP: it exists but takes no CPU time and makes no NVML call), "on" blocks
+  with it running (SIGCONT), so the row compares sampling with no sampling and nothing else: no start or
+  stop between blocks. A resumed sampler finds the deadlines of its pause passed and counts them as
+  dropped, and takes two samples at once (the one its pause held back, then one for the latest deadline
+  passed) before it returns to its schedule; both are the pausing's, not the sampler's, so the row
+  reports only what happened inside its on-blocks once the sampler is back on its schedule: the rate
+  achieved there (Trace.rate_between per on-block) and the deadlines there that got no sample
+  ("missed"), never the trace's dropped count. Those catch-up samples (and, on a GPU, an energy read
+  the energy thread owes) still fall in the on-block's time: one sample more than a running sampler
+  takes in a block, so if anything the row overstates the sampler's cost.
+- thread: a sampler thread cannot be paused, so it is started before each "on" block and stopped after
+  it (the thread's start and stop take under 5 ms and lie outside the timed block). Fewer pairs
+  (--thread-pairs), as each costs a start and stop.
+
+Printed per row: the pairs, the rate achieved during the on-blocks (median and lowest) and the deadlines
+missed in them, the median block time off and on and their ratio, and the per-pair on/off ratios: their
+median with its 95% bootstrap interval, and their interquartile range (the spread of single pairs).
+Before the table: the idle baseline and each sampler's start and stop cost.
 
     python benchmarks/telemetry_overhead.py [--device 0] [--workloads sgemm deit-b resnet18]
-        [--rates 50 200] [--samplers process thread] [--pairs 30] [--block-s 0.25]
+        [--rates 50 200] [--samplers process thread none] [--pairs 200] [--thread-pairs 50]
+        [--block-s 0.1]
 
 `--device cpu` runs the same code on the CPU, e.g. as a smoke run with small sizes:
 
     python benchmarks/telemetry_overhead.py --device cpu --sgemm-n 256 --vit deit-t --resnet-batch 4 \
-        --resnet-image-size 32 --pairs 3 --block-s 0.3 --idle-s 1
+        --resnet-image-size 32 --pairs 5 --block-s 0.1 --idle-s 1
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import random
+import signal
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -45,10 +68,20 @@ from gpurepro.inference.measure import synchronizer
 from gpurepro.inference.models import VIT_MODELS, build_vit
 from gpurepro.inference.modes import build_runner
 from gpurepro.sgemm.torch_mm import TorchSgemm
-from gpurepro.telemetry import SAMPLERS, TelemetrySource, measure_idle, open_sampler, open_source
+from gpurepro.telemetry import (
+    SAMPLERS,
+    ProcessSampler,
+    TelemetrySource,
+    ThreadSampler,
+    Trace,
+    measure_idle,
+    open_sampler,
+    open_source,
+)
 
 WORKLOADS = ("sgemm", "deit-b", "resnet18")
 NO_SAMPLER = "none"  # pairs of blocks both without a sampler: the noise floor
+Timed = tuple[float, float, float]  # a block's seconds, and its start and end on time.time()
 
 
 @dataclass(frozen=True)
@@ -92,7 +125,7 @@ BUILDERS: dict[str, Callable[[argparse.Namespace, torch.device], Work]] = {
 }
 
 
-def time_block(work: Work, count: int) -> tuple[float, float, float]:
+def time_block(work: Work, count: int) -> Timed:
     """(seconds, start, end) of `count` operations between two synchronisations; start and end on
     time.time(), the clock the samplers stamp with."""
     work.synchronize()
@@ -116,35 +149,124 @@ def block_size(work: Work, block_s: float) -> tuple[int, float]:
 
 @dataclass
 class Row:
-    off_s: list[float]
-    on_s: list[float]
-    achieved_hz: list[float]
-    dropped: int = 0
+    """Block times of one row, and the rate its sampler achieved during each on-block."""
+
+    off_s: list[float] = field(default_factory=list)
+    on_s: list[float] = field(default_factory=list)
+    on_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each on-block
+    achieved_hz: list[float] = field(default_factory=list)
+    missed: int = 0  # deadlines inside on-blocks that got no sample
+
+    def record(self, on: bool, timed: Timed) -> None:
+        seconds, start, end = timed
+        if on:
+            self.on_s.append(seconds)
+            self.on_spans.append((start, end))
+        else:
+            self.off_s.append(seconds)
+
+    def account(self, traces: list[Trace], resumed: bool) -> None:
+        """The rate achieved and deadlines missed in each on-block, from the trace that covers it; where
+        the sampler was resumed for the block, counted once it is back on its schedule (after_resume)."""
+        for trace, (start, end) in zip(traces, self.on_spans, strict=True):
+            start = after_resume(trace, start, end) if resumed else start
+            self.achieved_hz.append(trace.rate_between(start, end))
+            self.missed += round(trace.deadlines_between(start, end) - trace.samples_between(start, end))
 
 
-def compare(work: Work, count: int, source: TelemetrySource, kind: str, rate: float, pairs: int) -> Row:
-    row = Row([], [], [])
+def after_resume(trace: Trace, start: float, end: float) -> float:
+    """The instant just after the second sample (of every device) between start and end, where a paused
+    sampling process was resumed at start; start if it took fewer. On SIGCONT the sampler first takes
+    the sample its pause held back, for a deadline before the block, then at once one for the latest
+    deadline passed, which may lie before the block too, and only then returns to its schedule:
+    counted, those two would read as samples too many for the block."""
+    second = trace.between(start, end).groupby("device")["time_unix_s"].nth(1)
+    if second.empty:
+        return start
+    return float(np.nextafter(second.max(), np.inf))
+
+
+def alternate(pairs: int, run_block: Callable[[bool], Timed]) -> Row:
+    """`pairs` pairs of blocks, off and on in a random order within each pair, back to back."""
+    row = Row()
     for _ in range(pairs):
-        for sampled in random.sample([False, True], 2):  # off first or on first, at random
-            if not sampled:
-                row.off_s.append(time_block(work, count)[0])
-            elif kind == NO_SAMPLER:
-                row.on_s.append(time_block(work, count)[0])
-            else:
-                with open_sampler(source, rate, kind) as sampler:
-                    seconds, start, end = time_block(work, count)
-                row.on_s.append(seconds)
-                row.achieved_hz.append(sampler.trace.rate_between(start, end))
-                row.dropped += sampler.trace.dropped_samples
+        for on in random.sample([False, True], 2):
+            row.record(on, run_block(on))
     return row
 
 
-def paired_median(row: Row, resamples: int = 2000) -> tuple[float, float, float]:
-    """The median of the per-pair on/off ratios and its 95% bootstrap interval."""
+def unsampled_row(work: Work, count: int, pairs: int) -> Row:
+    """The noise floor: "off" and "on" blocks alike, with no sampler."""
+    return alternate(pairs, lambda _on: time_block(work, count))
+
+
+def paused_process_row(work: Work, count: int, source: TelemetrySource, rate: float, pairs: int) -> Row:
+    """One sampling process through the row: paused (SIGSTOP) for the off-blocks, running (SIGCONT) for
+    the on-blocks. A stopped process leaves a call into the driver only once it returned, so a pause
+    holds no lock the measured work could wait on."""
+    with ProcessSampler(source, rate) as sampler:
+        pid = sampler.pid
+        assert pid is not None
+
+        def run_block(on: bool) -> Timed:
+            os.kill(pid, signal.SIGCONT if on else signal.SIGSTOP)
+            return time_block(work, count)
+
+        try:
+            row = alternate(pairs, run_block)
+        finally:
+            os.kill(pid, signal.SIGCONT)  # a paused worker could not hear stop() and report
+    assert sampler.trace is not None
+    row.account([sampler.trace] * len(row.on_spans), resumed=True)
+    return row
+
+
+def restarted_thread_row(work: Work, count: int, source: TelemetrySource, rate: float, pairs: int) -> Row:
+    """A sampler thread started before each on-block and stopped after it: a thread cannot be paused."""
+    traces: list[Trace] = []
+
+    def run_block(on: bool) -> Timed:
+        if not on:
+            return time_block(work, count)
+        with ThreadSampler(source, rate) as sampler:
+            timed = time_block(work, count)
+        assert sampler.trace is not None
+        traces.append(sampler.trace)
+        return timed
+
+    row = alternate(pairs, run_block)
+    row.account(traces, resumed=False)
+    return row
+
+
+def run_row(
+    args: argparse.Namespace, work: Work, count: int, source: TelemetrySource, kind: str, rate: float
+) -> Row:
+    gc.collect()  # once per row, so that a collection owed to earlier rows does not fall inside this one
+    if kind == NO_SAMPLER:
+        return unsampled_row(work, count, args.pairs)
+    if kind == "process":
+        return paused_process_row(work, count, source, rate, args.pairs)
+    return restarted_thread_row(work, count, source, rate, args.thread_pairs)
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """The per-pair on/off ratios of a row: median, its 95% bootstrap interval, and quartiles."""
+
+    median: float
+    low: float
+    high: float
+    q1: float
+    q3: float
+
+
+def pair_ratios(row: Row, resamples: int = 2000) -> Ratios:
     ratios = np.array(row.on_s) / np.array(row.off_s)
     draws = np.random.default_rng(0).choice(ratios, size=(resamples, len(ratios)))
     low, high = np.percentile(np.median(draws, axis=1), [2.5, 97.5])
-    return float(np.median(ratios)), float(low), float(high)
+    q1, q3 = np.percentile(ratios, [25, 75])
+    return Ratios(float(np.median(ratios)), float(low), float(high), float(q1), float(q3))
 
 
 def sampler_costs(source: TelemetrySource, kind: str, times: int = 5) -> tuple[float, float]:
@@ -162,6 +284,51 @@ def sampler_costs(source: TelemetrySource, kind: str, times: int = 5) -> tuple[f
     return statistics.median(starts), statistics.median(stops)
 
 
+HEADER = (
+    f"{'workload':>9} {'sampler':>8} {'rate_hz':>7} {'pairs':>5} {'achieved':>8} {'min_hz':>7} "
+    f"{'missed':>6} {'off_ms':>9} {'on_ms':>9} {'on/off':>7} {'paired':>7} {'95% interval':>15} "
+    f"{'pair IQR':>15}"
+)
+LEGEND = """\
+rows: none = no sampler, the noise floor; process = one sampling process per row, paused (SIGSTOP) in
+the off-blocks and running in the on-blocks; thread = a sampler thread started and stopped around each
+on-block. achieved, min_hz, missed: the sampler's rate during the on-blocks (median, lowest; a resumed
+process counted once back on its schedule) and the deadlines there without a sample. paired: median of
+the per-pair on/off ratios, with its 95% bootstrap interval and the ratios' interquartile range."""
+
+
+def format_row(workload: str, kind: str, rate: float, row: Row) -> str:
+    ratios = pair_ratios(row)
+    off_ms, on_ms = statistics.median(row.off_s) * 1e3, statistics.median(row.on_s) * 1e3
+    achieved = (
+        f"{statistics.median(row.achieved_hz):>8.1f} {min(row.achieved_hz):>7.1f} {row.missed:>6}"
+        if row.achieved_hz
+        else f"{'-':>8} {'-':>7} {'-':>6}"
+    )
+    return (
+        f"{workload:>9} {kind:>8} {rate:>7.0f} {len(row.on_s):>5} {achieved} {off_ms:>9.2f} "
+        f"{on_ms:>9.2f} {on_ms / off_ms:>7.4f} {ratios.median:>7.4f} {ratios.low:>7.4f}-{ratios.high:.4f} "
+        f"{ratios.q1:>7.4f}-{ratios.q3:.4f}"
+    )
+
+
+def rows_of(args: argparse.Namespace) -> list[tuple[str, float]]:
+    """(sampler, rate) of every row of a workload: the noise floor first."""
+    rows = [(kind, rate) for rate in args.rates for kind in args.samplers if kind != NO_SAMPLER]
+    return ([(NO_SAMPLER, 0.0)] if NO_SAMPLER in args.samplers else []) + rows
+
+
+def benchmark_workload(
+    args: argparse.Namespace, workload: str, device: torch.device, source: TelemetrySource, name: str
+) -> None:
+    work = BUILDERS[workload](args, device)
+    count, one_s = block_size(work, args.block_s)
+    time_block(work, count)  # a whole block as warm-up: clocks and caches settle at the block's load
+    print(f"{workload}: {count} x {work.description} per block on {name} ({one_s * 1e3:.2f} ms each)")
+    for kind, rate in rows_of(args):
+        print(format_row(workload, kind, rate, run_row(args, work, count, source, kind, rate)), flush=True)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -171,8 +338,11 @@ def parse_args() -> argparse.Namespace:
     kinds = [*SAMPLERS, NO_SAMPLER]
     parser.add_argument("--samplers", nargs="+", choices=kinds, default=kinds)
     parser.add_argument("--rates", type=float, nargs="+", default=[50.0, 200.0])
-    parser.add_argument("--pairs", type=int, default=30)
-    parser.add_argument("--block-s", type=float, default=0.25)
+    parser.add_argument("--pairs", type=int, default=200, help="pairs of blocks per row (default 200)")
+    parser.add_argument(
+        "--thread-pairs", type=int, help="pairs per thread row, each with a start and stop (default 50)"
+    )
+    parser.add_argument("--block-s", type=float, default=0.1, help="seconds per block (default 0.1)")
     parser.add_argument("--idle-s", type=float, default=5.0)
     parser.add_argument("--sgemm-n", type=int, help="default: 4096 on a GPU, 512 on the CPU")
     parser.add_argument(
@@ -189,6 +359,7 @@ def parse_args() -> argparse.Namespace:
     on_gpu = args.device != "cpu"
     args.sgemm_n = args.sgemm_n or (4096 if on_gpu else 512)
     args.precision = args.precision or ("fp16" if on_gpu else "fp32")
+    args.thread_pairs = args.thread_pairs or min(args.pairs, 50)
     return args
 
 
@@ -207,30 +378,10 @@ def main() -> None:
         for kind in [k for k in args.samplers if k != NO_SAMPLER]:
             start_s, stop_s = sampler_costs(source, kind)
             print(f"{kind} sampler: start {start_s * 1e3:.1f} ms, stop {stop_s * 1e3:.1f} ms (median of 5)")
-        print(
-            f"{'workload':>9} {'sampler':>8} {'rate_hz':>7} {'achieved':>8} {'min_hz':>7} {'dropped':>7} "
-            f"{'off_ms':>9} {'on_ms':>9} {'on/off':>7} {'paired':>7} {'95% interval':>15}"
-        )
+        print(LEGEND)
+        print(HEADER)
         for workload in args.workloads:
-            work = BUILDERS[workload](args, device)
-            count, one_s = block_size(work, args.block_s)
-            print(f"{workload}: {count} x {work.description} per block on {name} ({one_s * 1e3:.2f} ms each)")
-            rows = [(rate, kind) for rate in args.rates for kind in args.samplers if kind != NO_SAMPLER]
-            if NO_SAMPLER in args.samplers:
-                rows.insert(0, (0.0, NO_SAMPLER))
-            for rate, kind in rows:
-                row = compare(work, count, source, kind, rate, args.pairs)
-                paired, low, high = paired_median(row)
-                off_ms, on_ms = statistics.median(row.off_s) * 1e3, statistics.median(row.on_s) * 1e3
-                achieved = (
-                    f"{statistics.median(row.achieved_hz):>8.1f} {min(row.achieved_hz):>7.1f}"
-                    if row.achieved_hz
-                    else f"{'-':>8} {'-':>7}"
-                )
-                print(
-                    f"{workload:>9} {kind:>8} {rate:>7.0f} {achieved} {row.dropped:>7} {off_ms:>9.2f} "
-                    f"{on_ms:>9.2f} {on_ms / off_ms:>7.4f} {paired:>7.4f} {low:>7.4f}-{high:.4f}"
-                )
+            benchmark_workload(args, workload, device, source, name)
     finally:
         source.close()
 

@@ -18,7 +18,7 @@ from gpurepro import cli, hfta
 from gpurepro.datasets import tiny_imagenet
 from gpurepro.hfta_study import OPTIMIZERS, WORKLOADS
 from gpurepro.hfta_study.mps import MPS_CONTROL
-from gpurepro.hfta_study.summary import speedups, summarise
+from gpurepro.hfta_study.summary import normalise, speedups, summarise
 
 from .dataset_archives import md5, tiny_imagenet_zip
 
@@ -174,6 +174,35 @@ def test_tables_normalise_over_serial_fp32_and_summarise_speedups(
     assert set(pd.read_csv(summary_out)["metric"]) == {"peak_throughput", "largest_b_fitting", "speedup"}
     assert cli.main(["plot", "hfta", str(out), "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_stock_and_graphed_steps_are_compared_side_by_side(sweep: dict[tuple[str, int], Path]) -> None:
+    """Graphed points (made here from the stock ones: graphs need CUDA) go beside the stock ones: every
+    fused step against every baseline step, normalised over the stock serial point alone."""
+    stock = summarise([str(p) for p in sweep.values()])
+    assert set(stock["step"]) == {"stock"}  # the CLI records the step it ran
+    graphed = stock[stock["metric"] == "throughput"].assign(step="graphed")
+    graphed["value"] = graphed["value"] * graphed["mode"].map(lambda mode: 3.0 if mode == "hfta" else 2.0)
+    both = pd.concat([stock[stock["metric"] == "throughput"], graphed], ignore_index=True)
+    both = pd.concat([both, normalise(both)], ignore_index=True)
+    throughput = both[both["metric"] == "throughput"].set_index(["mode", "step", "b"])["value"]
+    normalised = both[both["metric"] == "normalised_throughput"].set_index(["mode", "step", "b"])["value"]
+    assert normalised[("serial", "graphed", 2)] == pytest.approx(2.0)  # over stock serial, not graphed
+
+    summary = speedups(both)
+    rows = summary[(summary["metric"] == "speedup") & (summary["statistic"] == "max")]
+    speedup = rows.set_index(["step", "baseline", "baseline_step"])["value"]
+    assert len(speedup) == 2 * 2 * 2  # fused stock|graphed over serial and concurrent, stock|graphed
+    fused = {step: max(throughput[("hfta", step, b)] for b in (1, 2)) for step in ("stock", "graphed")}
+    serial = {step: max(throughput[("serial", step, b)] for b in (1, 2)) for step in ("stock", "graphed")}
+    for step, baseline_step in [("stock", "stock"), ("graphed", "stock"), ("graphed", "graphed")]:
+        expected = fused[step] / serial[baseline_step]
+        assert speedup[(step, "serial", baseline_step)] == pytest.approx(expected)
+    assert speedup[("graphed", "serial", "graphed")] == pytest.approx(
+        1.5 * speedup[("stock", "serial", "stock")]
+    )
+    peaks = summary[summary["metric"] == "peak_throughput"].set_index(["mode", "step"])["value"]
+    assert peaks[("hfta", "graphed")] == pytest.approx(3.0 * peaks[("hfta", "stock")])
 
 
 @pytest.mark.parametrize(

@@ -224,13 +224,16 @@ def test_inference_with_every_point_failed_lists_them() -> None:
 
 def _hfta_table() -> pd.DataFrame:
     rows = []
+    modes = (("serial", "stock", 0.0), ("concurrent", "stock", 0.5), ("hfta", "stock", 1.0),
+             ("hfta", "graphed", 2.0))  # fmt: skip
     for workload in ("mlp", "resnet18"):
-        for mode, gain in (("serial", 0.0), ("concurrent", 0.5), ("hfta", 1.0)):
+        for mode, step, gain in modes:
             for b in (1, 2, 4):
                 for run, noise in ((1, 0.9), (2, 1.0), (3, 1.2)):
                     keys = {
-                        "profile": "a100", "workload": workload, "mode": mode, "precision": "fp32", "b": b,
-                        "run": run, "batch_size": 128, "status": "ok", "reason": "",
+                        "profile": "a100", "workload": workload, "mode": mode, "step": step,
+                        "precision": "fp32", "b": b, "run": run, "batch_size": 128, "status": "ok",
+                        "reason": "",
                     }  # fmt: skip
                     if workload == "mlp":
                         keys.update(status="failed", reason="worker exited with code 1: diverged")
@@ -248,18 +251,20 @@ def test_hfta_one_panel_per_workload_min_max_band_and_wrapped_failures() -> None
     mlp = _panel(fig, "mlp, batch 128 per model, fp32")
     assert fig.axes.index(resnet) < fig.axes.index(mlp)  # workloads in the study's order
     assert "no point ran" in _said(mlp)
-    assert resnet.get_ylabel() == "throughput / serial fp32 at the same B"
+    assert resnet.get_ylabel() == "throughput / stock serial fp32 at the same B"
     assert resnet.get_xlabel() == "B (models trained)"
-    hfta_line = next(line for line in _lines(resnet) if list(line.get_xdata()) == [1, 2])
-    assert list(hfta_line.get_ydata()) == [1.0, 2.0]  # the median over the three repeats
+    fused = [line for line in _lines(resnet) if list(line.get_xdata()) == [1, 2]]
+    assert sorted(list(line.get_ydata()) for line in fused) == [[1.0, 2.0], [1.0, 3.0]]  # medians, each step
+    graphed = next(line for line in fused if list(line.get_ydata()) == [1.0, 3.0])
+    assert graphed.get_linestyle() != "-"  # the graphed step dashed, stock solid
     bands = [c.get_paths()[0].vertices[:, 1] for c in resnet.collections if c.get_paths()]
     assert any(band.min() == pytest.approx(0.9) and band.max() == pytest.approx(2.4) for band in bands)
-    assert {"serial", "concurrent", "hfta"} <= _legend(fig)
+    assert {"serial", "concurrent", "hfta", "stock", "graphed"} <= _legend(fig)
     notes = _notes(fig)
     assert notes.count("\n") >= 3  # long notes wrap onto more lines instead of running off the figure
     flat = notes.replace("\n    ", " ")
-    assert "oom (CUDA out of memory." in flat and "resnet18 hfta fp32 B=4 run 3" in flat
-    assert f"and {27 - MAX_POINTS} more" in flat  # 27 mlp points failed for one reason, said once
+    assert "oom (CUDA out of memory." in flat and "resnet18 hfta stock fp32 B=4 run 3" in flat
+    assert f"and {36 - MAX_POINTS} more" in flat  # 36 mlp points failed for one reason, said once
 
 
 def _ddp_table(failed: bool) -> pd.DataFrame:

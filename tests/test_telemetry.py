@@ -44,7 +44,7 @@ def test_cpu_sampler_reaches_its_rate_with_all_columns(kind: str) -> None:
 
 
 class _FailingSource(CpuSource):
-    def read(self):
+    def read(self, energy: bool = True):
         raise OSError("sensor vanished")
 
 
@@ -192,13 +192,19 @@ def test_nvml_sampler_on_a_real_gpu(kind: str) -> None:
         window = meter.end_window("w")["0"]
     finally:
         source.close()
-    frame = sampler.trace.frame
-    assert sampler.trace.achieved_rate_hz >= (49 if kind == "process" else 45)
+    trace = sampler.trace
+    frame = trace.frame
+    assert trace.achieved_rate_hz >= (49 if kind == "process" else 45)
     assert set(frame["device"]) == {"0"}
     assert frame["power_w"].gt(0).all() and frame["sm_clock_mhz"].gt(0).all()
     # the slow energy counter is read about every 0.1 s, not with every sample, and never goes back
     energy = frame["energy_j"].dropna()
-    assert 15 <= len(energy) <= 22 and energy.is_monotonic_increasing
+    assert energy.is_monotonic_increasing
+    if kind == "process":  # by a thread of its own, from before the first sample to after the last
+        assert len(energy) == len(frame) and 19 <= trace.energy_readings <= 24
+        assert 0 < trace.slowest_energy_read_s < 1
+    else:  # with a sample, at most every 0.1 s
+        assert 15 <= len(energy) <= 22 and trace.energy_readings == 0
     assert window.method == "nvml_energy_counter" and 10 < window.avg_power_w < 2000
 
 

@@ -94,6 +94,7 @@ def test_samples_line_up_with_the_measured_process_clock() -> None:
     assert pid is not None and _gone(pid, 0.1)  # stop() reaps the sampling process
     trace = sampler.trace
     assert trace.sampler == "process" and trace.start_cost_s > 0
+    assert trace.energy_readings == 0  # RAPL's counter is cheap to read: it stays in the samples
     assert trace.start_unix_s <= reps[0]["t_start_unix_s"] and trace.end_unix_s >= reps[-1]["t_end_unix_s"]
     assert trace.frame["time_unix_s"].is_monotonic_increasing
     counts = attach(pd.DataFrame(reps), trace.frame)["telemetry_samples"]

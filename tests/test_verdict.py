@@ -478,12 +478,23 @@ def test_made_tables_of_an_h100_judge_every_shipped_paper_claim() -> None:
                     "workload": "resnet18",
                     "precision": "fp16",
                     "baseline": b,
+                    "step": step,
+                    "baseline_step": baseline_step,
                     "metric": "speedup",
                     "statistic": s,
                     "value": v,
                     "unit": "x",
                 }
-                for b, v in [("serial", 11.0), ("mps", 1.4), ("concurrent", 2.2)]
+                # the graphed rows would fail both paper claims: the claims judge stock against stock
+                for step, baseline_step, b, v in [
+                    ("stock", "stock", "serial", 11.0),
+                    ("stock", "stock", "mps", 1.4),
+                    ("stock", "stock", "concurrent", 2.2),
+                    ("graphed", "stock", "serial", 40.0),
+                    ("stock", "graphed", "mps", 0.5),
+                    ("graphed", "graphed", "mps", 0.9),
+                    ("graphed", "stock", "mps", 1.55),
+                ]
                 for s in ("max", "at_best_b")
             ]  # fmt: skip
         ),
@@ -494,6 +505,7 @@ def test_made_tables_of_an_h100_judge_every_shipped_paper_claim() -> None:
     assert outcomes["hfta-speedup-over-serial"].status == DIRECTION_WITHIN
     assert outcomes["hfta-speedup-over-mps"].status == DIRECTION_WITHIN
     assert outcomes["h100-hfta-fused-over-serial-b32"].judged == "relative"
+    assert outcomes["h100-hfta-graphed-fused-over-stock-mps-b32"].values == (1.55,)  # its own row
     assert outcomes["nvidia-resnet50-a100-80gb-amp-8gpu-speedup"].detail == "needs 8 GPUs; 1 here"
     assert "study ddp did not run here" in outcomes["nvidia-resnet50-v100-amp-1gpu"].detail
     for outcome in outcomes.values():

@@ -34,7 +34,11 @@ def test_dry_run_for_every_profile(device: str) -> None:
         planned
     )
     # the GPU profiles plan MPS points (recorded as skipped where the MPS control binary is absent)
-    assert (f"results/{device}/hfta/raw/resnet18/mps_fp16_b4_run3.csv" in planned) == (device != "cpu")
+    assert (f"results/{device}/hfta/raw/resnet18/stock/mps_fp16_b4_run3.csv" in planned) == (device != "cpu")
+    # hfta.graphs auto: each mode's graphed step beside the stock one, wherever a GPU is
+    assert (f"results/{device}/hfta/raw/resnet18/graphed/hfta_fp16_b4_run3.csv" in planned) == (
+        device != "cpu"
+    )
     if device != "cpu":  # the GPU profiles plan every mode; the cpu profile runs eager only
         assert f"results/{device}/inference/raw/deit/deit-b_b1_fp16_cudagraph.csv" in planned
         assert f"results/{device}/inference/raw/bert/bert-l_s384_b32_fp16_compile.csv" in planned
@@ -52,8 +56,9 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
     best_b = yaml.safe_load((ROOT / "config" / "devices" / "h100.yaml").read_text())["hfta"]["fused_best_b"]
     for path in (
         "sgemm/raw/torch_n25536.csv",
-        f"hfta/raw/resnet18/hfta_fp16_b{best_b}_run1.csv",
-        f"hfta/raw/resnet18/mps_fp16_b{best_b}_run1.csv",
+        f"hfta/raw/resnet18/stock/hfta_fp16_b{best_b}_run1.csv",
+        f"hfta/raw/resnet18/stock/mps_fp16_b{best_b}_run1.csv",
+        f"hfta/raw/resnet18/graphed/serial_fp16_b{best_b}_run1.csv",
         "inference/raw/deit/deit-t_b1_fp16_eager.csv",
         "inference/raw/bert/bert-b_s384_b1_fp16_eager.csv",
         "inference/raw/bert/bert-l_s320_b1_fp16_eager.csv",
@@ -93,11 +98,47 @@ def test_kernels_are_skipped_plainly_without_nvcc() -> None:
         ("quick=maybe", "key quick: 'maybe' is not of type 'boolean'"),
         ("gpus=[-1]", "key gpus.0: -1 is less than the minimum of 0"),
         ("device_check=ignore", "key device_check: 'ignore' is not one of ['error', 'warn']"),
+        ("hfta={graphs: sometimes}", "key hfta.graphs: 'sometimes' is not one of ['auto', 'on', 'off'"),
+        (
+            "hfta={graphs: on}",
+            "config key hfta.graphs: 'on' replays CUDA graphs and needs a GPU profile, not cpu",
+        ),
     ],
 )
 def test_bad_config_fails_before_any_job(override: str, message: str) -> None:
     result = run_snakemake("-n", "--cores", "1", "--config", override, cwd=ROOT)
     assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("hfta", "graphed", "said"),
+    [
+        ("{graphs: off}", False, ""),
+        ("{graphs: on}", True, ""),
+        ("{optimizer: adamw}", False, "hfta.graphs auto: adamw steps cannot be graphed; stock steps only"),
+    ],
+)
+def test_graphed_hfta_points_are_planned_as_config_hfta_graphs_says(
+    hfta: str, graphed: bool, said: str
+) -> None:
+    result = run_snakemake(
+        "-n", "--cores", "1", "--config", "device=h100", "quick=true", f"hfta={hfta}", cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    planned = result.stdout + result.stderr
+    assert "hfta/raw/resnet18/stock/serial_fp16_b8_run1.csv" in planned
+    assert ("hfta/raw/resnet18/graphed/serial_fp16_b8_run1.csv" in planned) == graphed
+    assert ("--graphs on" in planned) == graphed and "--graphs off" in planned
+    assert said in result.stderr
+
+
+def test_graphs_on_with_an_optimizer_that_cannot_be_captured_fails_at_start() -> None:
+    result = run_snakemake(
+        "-n", "--cores", "1", "--config", "device=h100", "hfta={graphs: on, optimizer: adamw}", cwd=ROOT
+    )
+    assert result.returncode != 0
+    message = "config key hfta.graphs: 'on' captures the fused SGD step; hfta.optimizer is adamw"
     assert message in result.stdout + result.stderr
 
 

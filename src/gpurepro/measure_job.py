@@ -170,7 +170,9 @@ def _report(result: harness.Measurement, reps: pd.DataFrame) -> None:
         f"requested; by phase: {phases or 'none long enough'}), {telemetry['dropped_samples']} dropped, "
         f"{telemetry['sampler']} sampler started in {telemetry['sampler_start_s']:.2f} s, latest wake-up "
         f"{telemetry['sampler_latest_wake_s'] * 1e3:.1f} ms, slowest read "
-        f"{telemetry['sampler_slowest_read_s'] * 1e3:.1f} ms, niceness {telemetry['sampler_niceness']}; "
+        f"{telemetry['sampler_slowest_read_s'] * 1e3:.1f} ms, {telemetry['sampler_energy_readings']} energy "
+        f"readings apart (slowest {telemetry['sampler_slowest_energy_read_s'] * 1e3:.1f} ms), niceness "
+        f"{telemetry['sampler_niceness']}; "
         f"cool-down {result.cooldown.status} after {result.cooldown.waited_s:.0f} s",
         file=sys.stderr,
     )

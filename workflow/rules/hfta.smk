@@ -1,9 +1,11 @@
 # The HFTA study: B copies of a workload (ResNet-18, the transformer encoder, the MLP) trained one after
 # another (serial), as B processes on the GPU (concurrent), as B processes under an MPS daemon the job
 # starts and stops (mps), and horizontally fused into one model (hfta), per precision, B and repeat, all
-# from the device profile's `hfta` section; how they train comes from config `hfta`. One job per point
-# (`gpurepro hfta`); a point that runs out of memory or fails still writes its raw file with its status
-# and reason (mps without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
+# from the device profile's `hfta` section; how they train comes from config `hfta`. Each mode runs with
+# torch's stock eager step and, where config hfta.graphs allows it, with each step replayed as one CUDA
+# graph (the `step` wildcard: stock | graphed), side by side. One job per point (`gpurepro hfta`); a
+# point that runs out of memory or fails still writes its raw file with its status and reason (mps
+# without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
 # Then `hfta` (tables/hfta.csv, normalised throughput; tables/hfta_speedup.csv) and `plot_hfta`.
 
 HFTA = PROFILE["hfta"]
@@ -22,8 +24,30 @@ if not IS_GPU and "mps" in HFTA["modes"]:
         "processes and needs one"
     )
 
+# auto: graphed beside stock wherever a GPU is and the optimizer's step can be captured (SGD).
+HFTA_GRAPHS = {True: "on", False: "off"}.get(HFTA_RUN["graphs"], HFTA_RUN["graphs"])
+if HFTA_GRAPHS == "on" and not IS_GPU:
+    raise WorkflowError(
+        f"config key hfta.graphs: 'on' replays CUDA graphs and needs a GPU profile, not {DEVICE}; use auto or off"
+    )
+if HFTA_GRAPHS == "on" and HFTA_RUN["optimizer"] != "sgd":
+    raise WorkflowError(
+        f"config key hfta.graphs: 'on' captures the fused SGD step; hfta.optimizer is {HFTA_RUN['optimizer']}, "
+        "use sgd, or graphs auto or off"
+    )
+HFTA_STEPS = ["stock"]
+if IS_GPU and HFTA_GRAPHS != "off":
+    if HFTA_RUN["optimizer"] == "sgd":
+        HFTA_STEPS.append("graphed")
+    else:
+        print(
+            f"gpurepro: hfta.graphs auto: {HFTA_RUN['optimizer']} steps cannot be graphed; stock steps only",
+            file=sys.stderr,
+        )
+
 HFTA_POINTS = dict(
     net=HFTA["workloads"],
+    step=HFTA_STEPS,
     scheme=HFTA["modes"],
     precision=HFTA["precisions"],
     b=HFTA["b_values"],
@@ -41,6 +65,7 @@ HFTA_REAL_FLAGS = (
 # (serial builds and warms up B models one after another); training itself and cool-down come on top.
 HFTA_POINTS_PER_B = (
     len(HFTA["workloads"])
+    * len(HFTA_STEPS)
     * len(HFTA["modes"])
     * len(HFTA["precisions"])
     * HFTA["repeats"]
@@ -71,13 +96,16 @@ rule hfta_point:
         lambda w: DATASET_INPUT if HFTA_REAL_DATA and w.net == "resnet18" else [],
         **container_input(),
     output:
-        **raw_outputs(f"{HFTA_RAW}/{{net}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}"),
+        **raw_outputs(
+            f"{HFTA_RAW}/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}"
+        ),
     log:
-        f"{RESULTS}/logs/hfta/{{net}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.log",
+        f"{RESULTS}/logs/hfta/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/hfta/{{net}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.tsv"
+        f"{RESULTS}/benchmarks/hfta/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.tsv"
     wildcard_constraints:
         net="resnet18|transformer|mlp",
+        step="stock|graphed",
         scheme="serial|concurrent|mps|hfta",
         precision="fp32|fp16|bf16",
         b=r"\d+",
@@ -87,6 +115,7 @@ rule hfta_point:
         **measure_resources(),
     params:
         flags=HFTA_FLAGS,
+        graphs=lambda w: "on" if w.step == "graphed" else "off",
         data=lambda w: (
             HFTA_REAL_FLAGS
             if HFTA_REAL_DATA and w.net == "resnet18"
@@ -95,7 +124,7 @@ rule hfta_point:
     shell:
         container_exec(MEASURE_GPU)
         + "gpurepro hfta --workload {wildcards.net} --mode {wildcards.scheme} --precision {wildcards.precision} "
-        "-B {wildcards.b} --run {wildcards.run} {params.data} {params.flags} "
+        "-B {wildcards.b} --run {wildcards.run} --graphs {params.graphs} {params.data} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 

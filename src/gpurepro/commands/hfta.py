@@ -13,7 +13,7 @@ import sys
 import torch
 
 from ..errors import GpureproError
-from ..hfta_study import DATA_SOURCES, MODES, OPTIMIZERS, PRECISIONS, WORKLOADS
+from ..hfta_study import DATA_SOURCES, MODES, OPTIMIZERS, PRECISIONS, STEP_GRAPHED, STEP_STOCK, WORKLOADS
 from ..hfta_study.graphs import GRAPH_CHOICES, use_graphs
 from ..hfta_study.launcher import PointOutcome
 from ..hfta_study.mps import MpsUnavailable, control_binary
@@ -104,10 +104,8 @@ def _check(args: argparse.Namespace) -> None:
             raise GpureproError(f"Tiny-ImageNet images are 64x64; got --image-size {args.image_size}")
     elif args.data_root is not None:
         raise GpureproError("--data-root is for --data-source tiny-imagenet")
-    if args.graphs != "off" and args.optimizer != "sgd":
-        raise GpureproError(
-            f"--graphs {args.graphs} replays steps with the fused SGD kernels; use --optimizer sgd"
-        )
+    if args.graphs == "on" and args.optimizer != "sgd":
+        raise GpureproError("--graphs on replays steps with the fused SGD kernels; use --optimizer sgd")
 
 
 def _data(args: argparse.Namespace) -> str:
@@ -133,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
         graphs = use_graphs(args.graphs, target.torch_device)
     except ValueError as why:
         raise GpureproError(f"--graphs: {why}") from None
+    if graphs and args.optimizer != "sgd":  # auto: only the SGD step can be captured
+        print(
+            f"--graphs auto: {args.optimizer} steps run eagerly (graphs need --optimizer sgd)",
+            file=sys.stderr,
+        )
+        graphs = False
     settings = TrainSettings(
         workload=args.workload, batch_size=args.batch_size, precision=args.precision, steps=args.steps,
         warmup=args.warmup, optimizer=args.optimizer, lr=args.lr, seed=args.seed,
@@ -154,9 +158,9 @@ def run(args: argparse.Namespace) -> int:
         "timed_steps": args.steps,
         "warmup_steps_per_model": args.warmup,
         "data": _data(args),
-        "graphs": "on" if graphs else "off",
+        "step": STEP_GRAPHED if graphs else STEP_STOCK,
     }
-    label = f"{args.workload} {args.mode} {args.precision} B={args.models} run {args.run}"
+    label = f"{args.workload} {args.mode} {describe['step']} {args.precision} B={args.models} run {args.run}"
     binary = None
     if args.mode == "mps":
         try:

@@ -1,7 +1,7 @@
-"""plot_hfta: as HFTA's figures, throughput normalised over serial fp32 against B, one panel per workload
-and precision, one line per mode (median over repeats) with its min-max band over repeats. Points that
-ran out of memory, failed or were skipped are listed under the panels; a missing line end is where B
-stopped fitting."""
+"""plot_hfta: as HFTA's figures, throughput normalised over stock serial fp32 against B, one panel per
+workload and precision, one line per mode (colour) and step (line style: solid stock, dashed graphed),
+the median over repeats with its min-max band over repeats. Points that ran out of memory, failed or were
+skipped are listed under the panels; a missing line end is where B stopped fitting."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..plotting import failures, finish, not_reported, nothing_ran
-from . import MODES, PRECISIONS, WORKLOADS
+from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
 
 YLABELS = {
-    "normalised_throughput": "throughput / serial fp32 at the same B",
+    "normalised_throughput": "throughput / stock serial fp32 at the same B",
     "throughput": "samples/s (no serial fp32 point to normalise by)",
 }
 
@@ -27,9 +27,9 @@ def plot(table: pd.DataFrame) -> Figure:
     """Draw the figure from the tidy table of `gpurepro aggregate hfta`."""
     if table.empty or "workload" not in table:
         raise ValueError("the table has no hfta rows")
-    table = table.assign(panel=_panel_names(table))
+    table = table.assign(panel=_panel_names(table), step=table.get("step", STEP_STOCK))  # older tables: stock
     missing = table[(table["metric"] == "throughput") & (table["status"] != "ok")]
-    notes = failures(missing, "{workload} {mode} {precision} B={b} run {run}")
+    notes = failures(missing, "{workload} {mode} {step} {precision} B={b} run {run}")
     title = f"HFTA training throughput on {table['profile'].iloc[0]}"
     ran = table[(table["status"] == "ok") & table["value"].notna()]
     metric = "normalised_throughput" if (ran["metric"] == "normalised_throughput").any() else "throughput"
@@ -38,8 +38,9 @@ def plot(table: pd.DataFrame) -> Figure:
         return nothing_ran(title, notes)
     panels = table.drop_duplicates("workload").set_index("workload")["panel"]
     grid = sns.relplot(
-        points, kind="line", x="b", y="value", hue="mode", style="mode", markers=True,
-        hue_order=[m for m in MODES if m in set(points["mode"])], estimator="median", errorbar=("pi", 100),
+        points, kind="line", x="b", y="value", hue="mode", style="step", markers=True,
+        hue_order=[m for m in MODES if m in set(points["mode"])],
+        style_order=[s for s in STEPS if s in set(points["step"])], estimator="median", errorbar=("pi", 100),
         col="panel", col_order=[panels[w] for w in WORKLOADS if w in panels],
         row="precision", row_order=[p for p in PRECISIONS if p in set(points["precision"])],
         height=3.4, aspect=1.2, facet_kws={"sharey": False},

@@ -1,15 +1,18 @@
 """Raw HFTA points to tidy tables.
 
-`hfta.csv`: one row per (point, metric, statistic). A point is (workload, mode, precision, B, repeat);
-its throughput, wall time, peak memory, power, energy per sample and DCGM means (over the training window,
-where DCGM exists), and `normalised_throughput`: its throughput over the serial fp32 throughput of the
-same workload, B and repeat, as HFTA plots it. A point that ran out of memory, failed or was skipped keeps
+`hfta.csv`: one row per (point, metric, statistic). A point is (workload, mode, step, precision, B,
+repeat), its step `stock` (torch's eager step) or `graphed` (each step one CUDA graph). Its throughput,
+wall time, peak memory, power, energy per sample and DCGM means (over the training window, where DCGM
+exists), and `normalised_throughput`: its throughput over the stock serial fp32 throughput of the same
+workload, B and repeat, as HFTA plots it. A point that ran out of memory, failed or was skipped keeps
 one row with its status and reason, so the largest B that fits is visible.
 
-`hfta_speedup.csv`: per workload (at one batch size and input shape) and precision, each mode's peak
-throughput over B (median over repeats at each B) and the largest B that fitted in every repeat, and the
-fused array's speedup over each baseline: statistic `max` compares peaks (each mode at its own best B,
-as HFTA reports), statistic `at_best_b` compares both at the fused array's best B.
+`hfta_speedup.csv`: per workload (at one batch size and input shape) and precision, each mode's and
+step's peak throughput over B (median over repeats at each B) and the largest B that fitted in every
+repeat, and the fused array's speedup, with each step it ran, over each baseline with each step it ran
+(columns `step` and `baseline_step`): statistic `max` compares peaks (each at its own best B, as HFTA
+reports), statistic `at_best_b` compares both at the fused array's best B. Stock over stock is the
+paper's comparison; the graphed rows say what a graphed step changes on either side.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ import pandas as pd
 
 from ..results import read_sidecar
 from ..tables import long_frame, point_keys, single
-from . import MODES, PRECISIONS, WORKLOADS
+from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
 from .dcgm import dcgm_means
 
-POINT_KEYS = ["workload", "mode", "precision", "b", "run"]
+POINT_KEYS = ["workload", "mode", "step", "precision", "b", "run"]
 # What else must match for two points to be compared (normalised throughput, speedups).
 SAME_SETUP = ["profile", "workload", "batch_size", "image_size", "seq_len"]
 BASELINES = ("serial", "concurrent", "mps")
@@ -35,7 +38,9 @@ _DESCRIBED = ["batch_size", "image_size", "seq_len", "optimizer", "lr", "timed_s
 
 
 def _keys(rows: pd.DataFrame, sidecar: dict[str, Any], path: Path | str) -> dict[str, Any]:
-    return point_keys("hfta", rows, sidecar, path, [*POINT_KEYS, *_DESCRIBED])
+    keys = point_keys("hfta", rows, sidecar, path, [*POINT_KEYS, *_DESCRIBED])
+    keys["step"] = keys["step"] or STEP_STOCK  # points measured before steps could be graphed
+    return keys
 
 
 def _energy_per_sample(rows: pd.DataFrame, sidecar: dict[str, Any], device: str) -> float:
@@ -78,23 +83,27 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
 
 
 def _order(table: pd.DataFrame) -> pd.DataFrame:
-    order = {"workload": WORKLOADS, "mode": MODES, "precision": PRECISIONS}
+    order = {"workload": WORKLOADS, "mode": MODES, "step": STEPS, "precision": PRECISIONS}
 
     def key(column: pd.Series) -> pd.Series:
         if column.name in order:
             return column.map({v: i for i, v in enumerate(order[column.name])})
         return column
 
-    columns = [c for c in ["workload", "precision", "mode", "b", "run"] if c in table]
+    columns = [c for c in ["workload", "precision", "mode", "step", "b", "run"] if c in table]
     return table.sort_values(columns, key=key, kind="stable").reset_index(drop=True)
 
 
 def normalise(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows of normalised_throughput: each point's throughput over serial fp32's at the same B and repeat
-    (NaN where that serial point is missing or did not fit)."""
+    """Rows of normalised_throughput: each point's throughput over stock serial fp32's at the same B and
+    repeat (NaN where that serial point is missing or did not fit)."""
     throughput = table[table["metric"] == "throughput"]
     same = [*SAME_SETUP, "b", "run"]
-    serial = throughput[(throughput["mode"] == "serial") & (throughput["precision"] == "fp32")]
+    serial = throughput[
+        (throughput["mode"] == "serial")
+        & (throughput["precision"] == "fp32")
+        & (throughput["step"] == STEP_STOCK)
+    ]
     reference = serial[[*same, "value"]].rename(columns={"value": "reference"})
     merged = throughput.merge(reference, on=same, how="left")
     merged["value"] = merged["value"] / merged["reference"]
@@ -121,6 +130,40 @@ def _largest_fitting(rows: pd.DataFrame) -> float:
     return float(fits[fits].index.max()) if fits.any() else math.nan
 
 
+def _speedup_rows(
+    base: dict[str, Any], curves: dict[tuple[str, str], pd.Series], fused_step: str
+) -> list[dict[str, Any]]:
+    """The fused array's (with `fused_step`) speedups over every baseline curve, each step of it."""
+    fused = curves[("hfta", fused_step)]
+    best_b = int(fused.idxmax())
+    out = []
+    for (baseline, baseline_step), curve in curves.items():
+        if baseline not in BASELINES or curve.empty:
+            continue
+        common = {
+            **base, "mode": "hfta", "step": fused_step, "baseline": baseline, "baseline_step": baseline_step,
+            "b": best_b, "metric": "speedup", "unit": "x",
+        }  # fmt: skip
+        out.append(
+            {
+                **common,
+                "baseline_b": int(curve.idxmax()),
+                "statistic": "max",
+                "value": fused.max() / curve.max(),
+            }
+        )
+        if best_b in curve.index:
+            out.append(
+                {
+                    **common,
+                    "baseline_b": best_b,
+                    "statistic": "at_best_b",
+                    "value": fused.max() / curve[best_b],
+                }
+            )
+    return out
+
+
 def speedups(table: pd.DataFrame) -> pd.DataFrame:
     """The speedup summary (see the module's docstring) from the tidy table."""
     throughput = table[table["metric"] == "throughput"]
@@ -130,53 +173,26 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
             "study": "hfta", **dict(zip([*SAME_SETUP, "precision"], setup, strict=True)),
             "gpu_name": group["gpu_name"].iloc[0], "repeats": int(group["run"].nunique()),
         }  # fmt: skip
-        curves = {mode: _curve(rows) for mode, rows in group.groupby("mode")}
-        for mode, rows in group.groupby("mode"):
-            curve = curves[mode]
-            fitting = {"mode": mode, "metric": "largest_b_fitting", "statistic": "max"}
-            out.append({**base, **fitting, "value": _largest_fitting(rows), "unit": "models"})
-            if len(curve):
-                peak = {
-                    "mode": mode,
-                    "b": int(curve.idxmax()),
-                    "metric": "peak_throughput",
-                    "statistic": "max",
-                }
-                out.append({**base, **peak, "value": float(curve.max()), "unit": "samples/s"})
-        fused = curves.get("hfta")
-        if fused is None or fused.empty:
-            continue
-        best_b = int(fused.idxmax())
-        for baseline in BASELINES:
-            curve = curves.get(baseline)
-            if curve is None or curve.empty:
-                continue
-            common = {
-                **base,
-                "mode": "hfta",
-                "baseline": baseline,
-                "b": best_b,
-                "metric": "speedup",
-                "unit": "x",
-            }
+        curves: dict[tuple[str, str], pd.Series] = {}
+        for (mode, step), rows in group.groupby(["mode", "step"]):
+            curves[(mode, step)] = curve = _curve(rows)
+            which = {"mode": mode, "step": step, "statistic": "max"}
             out.append(
                 {
-                    **common,
-                    "baseline_b": int(curve.idxmax()),
-                    "statistic": "max",
-                    "value": fused.max() / curve.max(),
+                    **base,
+                    **which,
+                    "metric": "largest_b_fitting",
+                    "value": _largest_fitting(rows),
+                    "unit": "models",
                 }
             )
-            if best_b in curve.index:
-                out.append(
-                    {
-                        **common,
-                        "baseline_b": best_b,
-                        "statistic": "at_best_b",
-                        "value": fused.max() / curve[best_b],
-                    }
-                )
+            if len(curve):
+                peak = {"b": int(curve.idxmax()), "metric": "peak_throughput", "value": float(curve.max())}
+                out.append({**base, **which, **peak, "unit": "samples/s"})
+        for step in STEPS:
+            if not curves.get(("hfta", step), pd.Series(dtype=float)).empty:
+                out += _speedup_rows(base, curves, step)
     columns = ["study", "profile", "gpu_name", "workload", "batch_size", "image_size", "seq_len",
-               "precision", "mode", "baseline", "b", "baseline_b", "repeats", "metric", "statistic", "value",
-               "unit"]  # fmt: skip
+               "precision", "mode", "step", "baseline", "baseline_step", "b", "baseline_b", "repeats",
+               "metric", "statistic", "value", "unit"]  # fmt: skip
     return _order(pd.DataFrame(out, columns=columns))

@@ -5,8 +5,10 @@ library), hands it an unlinked temporary file to append samples to, and returns 
 first sample. While it samples, the measured process does nothing for telemetry: no thread, no reads.
 stop() closes the worker's stdin, which tells it to finish; it flushes, reports its counts and exits,
 and the measured process reads the file once. Both stamp with time.time(), so samples line up with the
-repetitions the measured process timed. The worker dies with the measured process even when that is
-killed (see worker.py), and the file vanishes with both.
+repetitions the measured process timed. Where the energy counter is slow to read (NVML), the worker reads
+it in a thread of its own on its own clock, and read_spool() interpolates it at each sample's time. The
+worker dies with the measured process even when that is killed (see worker.py), and the file vanishes
+with both.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pandas as pd
 
 from .sampler import Sampler, Trace
 from .sources import SAMPLE_COLUMNS, TelemetrySource
-from .spool import RECORD
+from .spool import DEVICE_COLUMN, RECORD, energy_device_code
 
 WORKER_MODULE = "gpurepro.telemetry.worker"
 # NVML may take seconds to start where the driver is not kept loaded (no persistence mode).
@@ -36,18 +38,67 @@ STOP_TIMEOUT_S = 30.0
 # The directory this package was imported from: the worker runs in it, so `python -m` finds this same
 # code first, installed or not.
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+TIME_COLUMN = SAMPLE_COLUMNS.index("time_unix_s")
+ENERGY_COLUMN = SAMPLE_COLUMNS.index("energy_j")
 
 
 def read_spool(spool: IO[bytes], devices: list[str]) -> pd.DataFrame:
-    """The samples the worker wrote (spool.py's records), with SAMPLE_COLUMNS, in the order taken.
-    A partly written last record (a worker killed mid-write) is left out."""
+    """The samples the worker wrote (spool.py's records), with SAMPLE_COLUMNS, in the order taken: one
+    row per device per sample. A partly written last record (a worker killed mid-write) is left out.
+
+    Energy readings the worker's energy thread took on their own clock are not rows: each row's energy_j
+    is its device's counter interpolated at the row's time between the readings around it (see
+    fill_energy). A device without such readings keeps the energy_j its rows were sampled with."""
     spool.seek(0)
     data = spool.read()
     whole = len(data) - len(data) % RECORD.size
-    values = np.frombuffer(data[:whole], dtype="<f8").reshape(-1, len(SAMPLE_COLUMNS))
-    frame = pd.DataFrame(values, columns=SAMPLE_COLUMNS)
+    records = np.frombuffer(data[:whole], dtype="<f8").reshape(-1, len(SAMPLE_COLUMNS))
+    is_energy = records[:, DEVICE_COLUMN] < 0
+    frame = pd.DataFrame(records[~is_energy], columns=SAMPLE_COLUMNS)
     frame["device"] = np.asarray(devices, dtype=object)[frame["device"].to_numpy(dtype=int)]
+    fill_energy(frame, records[is_energy], devices)
     return frame
+
+
+def fill_energy(frame: pd.DataFrame, readings: np.ndarray, devices: list[str]) -> None:
+    """Set energy_j of each row of a device that has energy readings (spool records, in any order) to
+    the counter interpolated linearly at the row's time; NaN at a time before the first or after the
+    last reading, never extrapolated. Readings of a device without a counter (NaN) are skipped."""
+    numbers = energy_device_code(readings[:, DEVICE_COLUMN]).astype(int)
+    times, joules = readings[:, TIME_COLUMN], readings[:, ENERGY_COLUMN]
+    for number, device in enumerate(devices):
+        mine = (numbers == number) & ~np.isnan(joules)
+        if not mine.any():
+            continue
+        order = np.argsort(times[mine], kind="stable")  # np.interp needs increasing times
+        rows = (frame["device"] == device).to_numpy()
+        frame.loc[rows, "energy_j"] = np.interp(
+            frame.loc[rows, "time_unix_s"].to_numpy(),
+            times[mine][order],
+            joules[mine][order],
+            left=np.nan,
+            right=np.nan,
+        )
+
+
+def trace_from_report(
+    frame: pd.DataFrame, report: dict[str, Any], rate_hz: float, start_cost_s: float
+) -> Trace:
+    """The trace of a run of the worker, from its samples and its "stopped" report."""
+    return Trace(
+        frame,
+        rate_hz,
+        report["start_unix_s"],
+        report["end_unix_s"],
+        ProcessSampler.kind,
+        report["dropped"],
+        start_cost_s,
+        report["latest_wake_s"],
+        report["slowest_read_s"],
+        report["niceness"],
+        report["energy_readings"],
+        report["slowest_energy_read_s"],
+    )
 
 
 class ProcessSampler(Sampler):
@@ -110,18 +161,7 @@ class ProcessSampler(Sampler):
         finally:
             self._end(grace_s=STOP_TIMEOUT_S)
         assert report is not None
-        self.trace = Trace(
-            frame,
-            self.rate_hz,
-            report["start_unix_s"],
-            report["end_unix_s"],
-            self.kind,
-            report["dropped"],
-            self._start_cost_s,
-            report["latest_wake_s"],
-            report["slowest_read_s"],
-            report["niceness"],
-        )
+        self.trace = trace_from_report(frame, report, self.rate_hz, self._start_cost_s)
         return self.trace
 
     def _message(self, timeout_s: float) -> dict[str, Any] | None:

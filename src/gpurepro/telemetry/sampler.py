@@ -28,7 +28,13 @@ from .sources import SAMPLE_COLUMNS, TelemetrySource
 @dataclass(frozen=True)
 class Trace:
     """Samples taken between start() and stop(), and how the sampler ran: its kind, the rate it achieved,
-    the samples it dropped (deadlines passed without a sample) and how long it took to start."""
+    the samples it dropped (deadlines passed without a sample) and how long it took to start.
+
+    `frame` has one row per device per sample, with SAMPLE_COLUMNS. Its energy_j is the energy counter
+    at the row's time: read with the sample (NaN between readings, which come at most every
+    ENERGY_READ_INTERVAL_S), or, where the process sampler reads a slow counter in a thread of its own,
+    interpolated at the row's time from readings taken on their own clock (NaN outside their span).
+    Those readings are not samples: rates and counts here count rows only."""
 
     frame: pd.DataFrame
     requested_rate_hz: float
@@ -40,6 +46,10 @@ class Trace:
     latest_wake_s: float = 0.0  # the most a read began after its deadline: the host's CPUs were busy
     slowest_read_s: float = 0.0  # the longest one read of the source took: the driver was busy
     niceness: int | None = None  # the process sampler's scheduling niceness (None: a thread)
+    # Readings of every device's energy counter taken apart from the samples (the process sampler's
+    # energy thread), and the longest one device's read took; 0 where energy is read with the samples.
+    energy_readings: int = 0
+    slowest_energy_read_s: float = 0.0
 
     @property
     def achieved_rate_hz(self) -> float:
@@ -53,15 +63,24 @@ class Trace:
         Counting deadlines rather than dividing by the span's length keeps short spans exact: half a
         second at 50 Hz holds 25 or 26 deadlines depending on where it falls, which divided by 0.5 s would
         read as 50 or 52 Hz. NaN for a span with no deadline in it."""
+        deadlines = self.deadlines_between(start_unix_s, end_unix_s)
+        if deadlines == 0:
+            return math.nan
+        return self.requested_rate_hz * self.samples_between(start_unix_s, end_unix_s) / deadlines
+
+    def deadlines_between(self, start_unix_s: float, end_unix_s: float) -> int:
+        """How many sampling deadlines (start_unix_s + k / requested rate) fall between two instants,
+        within the sampling period."""
         start, end = max(start_unix_s, self.start_unix_s), min(end_unix_s, self.end_unix_s)
         period = 1.0 / self.requested_rate_hz
         first = math.ceil((start - self.start_unix_s) / period)
         last = math.floor((end - self.start_unix_s) / period)
-        if last < first:
-            return math.nan
-        samples = self.between(start, end)
-        per_device = len(samples) / max(samples["device"].nunique(), 1)
-        return self.requested_rate_hz * per_device / (last - first + 1)
+        return max(0, last - first + 1)
+
+    def samples_between(self, start_unix_s: float, end_unix_s: float) -> float:
+        """Samples per device taken between two instants (rows over devices)."""
+        samples = self.between(start_unix_s, end_unix_s)
+        return len(samples) / max(samples["device"].nunique(), 1)
 
     def between(self, start_unix_s: float, end_unix_s: float) -> pd.DataFrame:
         times = self.frame["time_unix_s"]
@@ -79,6 +98,8 @@ class Trace:
             "sampler_latest_wake_s": self.latest_wake_s,
             "sampler_slowest_read_s": self.slowest_read_s,
             "sampler_niceness": self.niceness,
+            "sampler_energy_readings": self.energy_readings,
+            "sampler_slowest_energy_read_s": self.slowest_energy_read_s,
         }
 
 

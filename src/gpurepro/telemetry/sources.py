@@ -7,10 +7,12 @@ Each source also says how to open it again (`spec()`, plain JSON), so the sampli
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import psutil
 
@@ -35,10 +37,38 @@ SAMPLE_COLUMNS = [
 ]
 
 
+class EnergyReading(NamedTuple):
+    """One reading of one device's energy counter, with the time.time() instants its call began and
+    returned: a slow read is stamped at its midpoint, not at either end."""
+
+    device: str
+    began_unix_s: float
+    ended_unix_s: float
+    joules: float  # NaN where the device has no counter
+
+    @property
+    def time_unix_s(self) -> float:
+        return (self.began_unix_s + self.ended_unix_s) / 2
+
+    @property
+    def seconds(self) -> float:
+        return self.ended_unix_s - self.began_unix_s
+
+
+def timed_reading(device: str, read_joules: Callable[[], float]) -> EnergyReading:
+    """One device's counter read by `read_joules`, stamped with the instants around the call."""
+    began = time.time()
+    joules = read_joules()
+    return EnergyReading(device, began, time.time(), joules)
+
+
 class TelemetrySource(Protocol):
     """A set of devices that can be read many times a second."""
 
     kind: str  # "nvml" or "cpu"
+    # Whether reading the energy counter takes long enough to delay a sample. The sampling process then
+    # reads the counter in a thread of its own (worker.py) and every other column without it.
+    slow_energy_read: bool
 
     def devices(self) -> list[str]: ...
 
@@ -46,12 +76,17 @@ class TelemetrySource(Protocol):
         """How to open this source again in another process (see `source_from_spec`)."""
         ...
 
-    def read(self) -> list[dict[str, Any]]:
-        """One row per device with SAMPLE_COLUMNS."""
+    def read(self, energy: bool = True) -> list[dict[str, Any]]:
+        """One row per device with SAMPLE_COLUMNS. With energy=False the row leaves the energy counter
+        unread (energy_j NaN): a reader of its own takes it (see `slow_energy_read`)."""
         ...
 
     def energy_j(self) -> dict[str, float] | None:
         """Cumulative energy per device in joules from a hardware counter, or None where there is none."""
+        ...
+
+    def energy_readings(self) -> list[EnergyReading]:
+        """The energy counter of every device, each reading timed on its own."""
         ...
 
     def temperature_c(self) -> dict[str, float]:
@@ -65,11 +100,12 @@ def _number(value: float | int | None, scale: float = 1.0) -> float:
     return NAN if value is None else value * scale
 
 
-# The energy counter is read at most this often by a sampler. It updates only about every 100 ms, and its
-# read is NVML's slow one: 4-6 ms on an idle H100 and up to 100 ms with 32 CUDA processes on the GPU,
-# against 0.1 ms or less for each other reading. Read with every sample, it made a 50 Hz sampler miss
-# deadlines under load; at 10 Hz it loses nothing the counter could tell, and rows between its readings
-# hold NaN, which the energy interpolation (align.py, energy.py) already skips.
+# The energy counter is read this often by a sampler. It updates only about every 100 ms, and its read is
+# NVML's slow one: a median 3.7 ms on an idle H100, a p99 of 55 ms and up to 95 ms with 32 CUDA processes
+# on the GPU, against 0.1 ms or less for each other reading. At 10 Hz it loses nothing the counter could
+# tell. The sampling process reads it in a thread of its own on this interval, so that no energy read
+# delays a sample (worker.py); the thread sampler reads it with a sample at most this often, and its rows
+# between readings hold NaN, which the energy interpolation (align.py, energy.py) skips.
 ENERGY_READ_INTERVAL_S = 0.1
 
 
@@ -77,6 +113,7 @@ class NvmlSource:
     """NVIDIA GPUs through NVML: instant and 1-second-average power, energy counter, clocks, temperature."""
 
     kind = "nvml"
+    slow_energy_read = True
 
     def __init__(self, indices: list[int]) -> None:
         self._indices = list(indices)
@@ -119,22 +156,27 @@ class NvmlSource:
         self._energy_read_at = now
         return True
 
-    def read(self) -> list[dict[str, Any]]:
+    def _energy_counter_j(self, h: Any) -> float:
+        """The total-energy counter in J; NaN before Volta, which has none."""
+        return _number(nvml.optional(nvml.pynvml.nvmlDeviceGetTotalEnergyConsumption, h), 1e-3)
+
+    def read(self, energy: bool = True) -> list[dict[str, Any]]:
+        """With energy=True (the thread sampler), the energy counter at most every
+        ENERGY_READ_INTERVAL_S, NaN in the rows between."""
         pynvml = nvml.pynvml
         rows = []
-        with_energy = self._energy_due()
+        with_energy = energy and self._energy_due()
         for device, h in self._handles.items():
             now = time.time()
             power, power_avg = self._power(h)
             util = nvml.optional(pynvml.nvmlDeviceGetUtilizationRates, h)
-            energy = nvml.optional(pynvml.nvmlDeviceGetTotalEnergyConsumption, h) if with_energy else None
             rows.append(
                 {
                     "time_unix_s": now,
                     "device": device,
                     "power_w": power,
                     "power_avg_w": power_avg,
-                    "energy_j": _number(energy, 1e-3),
+                    "energy_j": self._energy_counter_j(h) if with_energy else NAN,
                     "sm_clock_mhz": _number(
                         nvml.optional(pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
                     ),
@@ -152,14 +194,16 @@ class NvmlSource:
         return rows
 
     def energy_j(self) -> dict[str, float] | None:
-        pynvml = nvml.pynvml
-        readings = {
-            device: nvml.optional(pynvml.nvmlDeviceGetTotalEnergyConsumption, h)
-            for device, h in self._handles.items()
-        }
-        if any(value is None for value in readings.values()):
+        readings = self.energy_readings()
+        if any(math.isnan(reading.joules) for reading in readings):
             return None  # pre-Volta GPUs have no energy counter
-        return {device: value / 1000.0 for device, value in readings.items()}
+        return {reading.device: reading.joules for reading in readings}
+
+    def energy_readings(self) -> list[EnergyReading]:
+        return [
+            timed_reading(device, functools.partial(self._energy_counter_j, h))
+            for device, h in self._handles.items()
+        ]
 
     def temperature_c(self) -> dict[str, float]:
         pynvml = nvml.pynvml
@@ -182,6 +226,7 @@ class CpuSource:
     """The CPU as one device: utilisation, frequency, temperature where sensors exist, RAPL energy."""
 
     kind = "cpu"
+    slow_energy_read = False  # RAPL's counter is a file read of microseconds: it stays in the row
 
     def __init__(self, rapl: RaplMeter | None = None) -> None:
         self.rapl = rapl if rapl is not None else RaplMeter()
@@ -194,13 +239,14 @@ class CpuSource:
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "rapl_root": str(self.rapl.root)}
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self, energy: bool = True) -> list[dict[str, Any]]:
+        """With energy=False, energy_j is NaN; power still comes from the RAPL counter."""
         now = time.time()
-        energy = self.rapl.joules() if self.rapl.available else NAN
+        joules = self._joules()
         power = NAN
-        if self._last is not None and not math.isnan(energy) and now > self._last[0]:
-            power = (energy - self._last[1]) / (now - self._last[0])
-        self._last = (now, energy)
+        if self._last is not None and not math.isnan(joules) and now > self._last[0]:
+            power = (joules - self._last[1]) / (now - self._last[0])
+        self._last = (now, joules)
         freq = psutil.cpu_freq()
         memory = psutil.virtual_memory()
         return [
@@ -209,7 +255,7 @@ class CpuSource:
                 "device": "cpu",
                 "power_w": power,
                 "power_avg_w": NAN,
-                "energy_j": energy,
+                "energy_j": joules if energy else NAN,
                 "sm_clock_mhz": _number(getattr(freq, "current", None)),
                 "mem_clock_mhz": NAN,
                 "temperature_c": _cpu_temperature(),
@@ -219,8 +265,14 @@ class CpuSource:
             }
         ]
 
+    def _joules(self) -> float:
+        return self.rapl.joules() if self.rapl.available else NAN
+
     def energy_j(self) -> dict[str, float] | None:
         return {"cpu": self.rapl.joules()} if self.rapl.available else None
+
+    def energy_readings(self) -> list[EnergyReading]:
+        return [timed_reading("cpu", self._joules)]
 
     def temperature_c(self) -> dict[str, float]:
         return {"cpu": _cpu_temperature()}
