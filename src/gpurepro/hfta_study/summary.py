@@ -131,10 +131,10 @@ def _largest_fitting(rows: pd.DataFrame) -> float:
 
 
 def _speedup_rows(
-    base: dict[str, Any], curves: dict[tuple[str, str], pd.Series], fused_step: str
+    base: dict[str, Any], curves: dict[tuple[str, str], pd.Series], fused: pd.Series, fused_step: str
 ) -> list[dict[str, Any]]:
-    """The fused array's (with `fused_step`) speedups over every baseline curve, each step of it."""
-    fused = curves[("hfta", fused_step)]
+    """The speedups of the fused array's curve `fused` (with `fused_step`) over every baseline curve,
+    each step of it."""
     best_b = int(fused.idxmax())
     out = []
     for (baseline, baseline_step), curve in curves.items():
@@ -190,8 +190,9 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
                 peak = {"b": int(curve.idxmax()), "metric": "peak_throughput", "value": float(curve.max())}
                 out.append({**base, **which, **peak, "unit": "samples/s"})
         for step in STEPS:
-            if not curves.get(("hfta", step), pd.Series(dtype=float)).empty:
-                out += _speedup_rows(base, curves, step)
+            fused = curves.get(("hfta", step))
+            if fused is not None and not fused.empty:
+                out += _speedup_rows(base, curves, fused, step)
     columns = ["study", "profile", "gpu_name", "workload", "batch_size", "image_size", "seq_len",
                "precision", "mode", "step", "baseline", "baseline_step", "b", "baseline_b", "repeats",
                "metric", "statistic", "value", "unit"]  # fmt: skip
