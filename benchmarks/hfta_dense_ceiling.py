@@ -27,7 +27,14 @@ import dataclasses
 
 import torch
 
-from gpurepro.hfta_study.training import TrainSettings, UnitResult, prepare_process, train_fused, train_single
+from gpurepro.hfta_study.training import (
+    TrainSettings,
+    UnitResult,
+    prepare_process,
+    release_cached_memory,
+    train_fused,
+    train_single,
+)
 
 
 def parse_args() -> argparse.Namespace:
@@ -45,12 +52,6 @@ def parse_args() -> argparse.Namespace:
 
 def throughput(result: UnitResult) -> float:
     return result.samples / (result.t_end_unix_s - result.t_start_unix_s)
-
-
-def release(device: str) -> None:
-    """The next unit starts from the memory a fresh process would have."""
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
 
 
 def main() -> None:
@@ -76,15 +77,15 @@ def main() -> None:
     alone = {
         graphs: throughput(train_single(dataclasses.replace(base, graphs=graphs), 0)) for graphs in steps
     }
-    release(base.device)
+    release_cached_memory(base.device)
     print(f"{'B':>4} {'step':>8} {'fused/s':>10} {'dense/s':>10} {'fused/dense':>11} {'dense/alone':>11}")
     for b in args.b_values:
         for graphs in steps:
             settings = dataclasses.replace(base, graphs=graphs)
             fused = throughput(train_fused(settings, b))
-            release(base.device)
+            release_cached_memory(base.device)
             dense = throughput(train_single(dataclasses.replace(settings, batch_size=b * args.batch_size), 0))
-            release(base.device)
+            release_cached_memory(base.device)
             step = "graphed" if graphs else "stock"
             ratios = f"{fused / dense:>11.3f} {dense / alone[False]:>11.2f}"
             print(f"{b:>4} {step:>8} {fused:>10.0f} {dense:>10.0f} {ratios}")

@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
-import torch
 
 from .. import harness
 from . import launcher, training
@@ -73,8 +72,7 @@ def _train(point: Point) -> list[dict[str, Any]]:
             return [unit.row() for unit in training.train_serial(point.settings, point.models)]
         return [training.train_fused(point.settings, point.models).row()]
     except Exception as err:  # out of memory, divergence, a library error: this point only
-        if point.settings.device.startswith("cuda"):
-            torch.cuda.empty_cache()
+        training.release_cached_memory(point.settings.device)
         raise classify(err) from err
 
 
