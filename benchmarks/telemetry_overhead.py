@@ -20,7 +20,9 @@ not pinned to CPUs: the header records the CPUs it may use and the host's load. 
 row, shorter blocks and more pairs resolve finer where block times drift (successive blocks correlate),
 as a pair's blocks then lie closer together: on a 2-core CPU host, rows without a sampler gave 95%
 intervals of +-0.16% with 400 pairs of 0.05 s blocks, +-0.31% with 200 of 0.1 s, +-0.49% with 100 of
-0.2 s (20% trimmed mean, both host-bound workloads). The rows:
+0.2 s (20% trimmed mean, both host-bound workloads). A GPU host's launches are noisier: on an H100,
+the host-bound rows needed 1,600 pairs of 0.05 s (--pairs 1600 --block-s 0.05) to resolve 0.5%
+(+-0.3%; +-0.4% to +-1.6% with 400). The rows:
 - none: no sampler at all; "off" and "on" blocks are timed alike. Its spread is the noise floor: what
   an overhead must exceed to be seen at all on this host and workload.
 - process: one sampling process started for the whole row and kept running through it. "Off" blocks are
