@@ -47,6 +47,13 @@ onsuccess:
 
 
 STUDY_TABLES = study_outputs("tables", ".csv")
+# The rule that writes each table, for the verdict's hint when a table or a metric is absent.
+TABLE_RULES = " ".join(
+    f"{name}={rule_.name}"
+    for rule_ in workflow.rules
+    for name, path in STUDY_TABLES.items()
+    if path in map(str, rule_.output)
+)
 STUDY_PLOTS = study_outputs("plots", ".png")
 OTHER_DEVICE_TABLES = {Path(path).stem for path in other_device_tables()}
 COMBINED = f"{config['results_dir']}/combined"
@@ -83,11 +90,13 @@ rule verdict:
         profile=DEVICE,
         # GPUs the run had: claims that need more (e.g. 8-GPU scaling) are not measured, and say so
         gpus=len(GPUS) if IS_GPU else 0,
+        table_rules=TABLE_RULES,
     shell:
         "gpurepro verdict --profile {params.profile} --claims {input.claims} --hardware "
         + HARDWARE_DIR
         + " --gpus {params.gpus} --tables {input.tables} --plots {input.plots} --md {output.md} "
-        "--csv {output.csv} --html {output.html} --rst {output.rst} > {log} 2>&1"
+        "--csv {output.csv} --html {output.html} --rst {output.rst} "
+        "--table-rules {params.table_rules} > {log} 2>&1"
 
 
 # Every study job has written its benchmark file once the study's tables and plots exist; the folder is

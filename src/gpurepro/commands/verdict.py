@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import GpureproError
 from ..profiles import project_root
 from ..verdict import render
 from ..verdict.claims import load_claims
@@ -49,6 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--gpus", type=int, help="GPUs the run had (claims that need more are not measured); default: "
         "the GPUs its tables name",
     )  # fmt: skip
+    parser.add_argument(
+        "--table-rules", nargs="*", default=[], metavar="TABLE=RULE",
+        help="the rule that writes each table, named in the hint of a claim whose table or metric is absent",
+    )  # fmt: skip
     parser.add_argument("--md", type=Path, help="Markdown verdict (default: print it)")
     parser.add_argument("--csv", type=Path, help="verdict table")
     parser.add_argument("--html", type=Path, help="verdict page for the HTML report")
@@ -59,13 +64,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _table_rules(pairs: list[str]) -> dict[str, str]:
+    rules = {}
+    for pair in pairs:
+        table, sep, rule = pair.partition("=")
+        if not sep or not table or not rule:
+            raise GpureproError(
+                f"--table-rules: '{pair}' is not TABLE=RULE (e.g. inference_deit=inference_deit)"
+            )
+        rules[table] = rule
+    return rules
+
+
 def run(args: argparse.Namespace) -> int:
     hardware = load_hardware(args.hardware)
     claims = load_claims(args.claims, args.schema, hardware)
     tables = {path.stem: pd.read_csv(path) for path in args.tables}
     link_from = args.md.parent if args.md else Path.cwd()
     plots = {path.stem: os.path.relpath(path, link_from) for path in args.plots}
-    outcomes = evaluate(claims, tables, hardware, args.gpus, plots)
+    outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
     here = Here.of(tables, args.gpus)
     page = render.markdown(outcomes, args.profile, here)
     outputs = {

@@ -20,6 +20,7 @@ from ..errors import GpureproError
 from ..profiles import project_root
 from ..schema import first_error, read_yaml
 from .hardware import Gpu, load_hardware
+from .ranges import Expected, Tolerance, accepted_range, expected_ends
 
 REDUCTIONS = ("single", "each", "min", "max", "median", "mean")
 RELATIVE, ABSOLUTE = "relative", "absolute"
@@ -35,36 +36,20 @@ class Selection:
     statistic: str
     where: dict[str, Any] = field(default_factory=dict)
     reduce: str = "single"
+    # statistics of the same rows that bound the value's interval over reps and runs (e.g. ci_low, ci_high)
+    interval: tuple[str, str] | None = None
+
+    def with_where(self, where: dict[str, Any]) -> Selection:
+        """The same selection with `where` merged over its own (another point of the same table)."""
+        return Selection(
+            self.table, self.metric, self.statistic, {**self.where, **where}, self.reduce, self.interval
+        )
 
     def describe(self) -> str:
         filters = ", ".join(f"{k}={v}" for k, v in self.where.items())
         return f"tables/{self.table}.csv: {self.metric} {self.statistic}" + (
             f" where {filters}" if filters else ""
         )
-
-
-@dataclass(frozen=True)
-class Expected:
-    """A value, a range (low and high) or a one-sided bound (low or high alone)."""
-
-    value: float | None = None
-    low: float | None = None
-    high: float | None = None
-    formula: str | None = None  # the source's numbers the value was computed from, e.g. "87 - 61"
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    relative: float = 0.0
-    absolute: float = 0.0
-    why: str = ""
-
-    def describe(self, unit: str = "") -> str:
-        if self.relative:
-            return f"±{self.relative * 100:g}%"
-        if self.absolute:
-            return f"±{self.absolute:g} {unit}".rstrip()
-        return "exact"
 
 
 @dataclass(frozen=True)
@@ -91,6 +76,20 @@ class Direction:
         return f"> {self.above:g}" if self.above is not None else f"< {self.below:g}"
 
 
+INFORMATIONAL, NOT_COMPARABLE, HOST_BOUND = "informational", "not_comparable", "host_bound"
+
+
+@dataclass(frozen=True)
+class OffPaperGpu:
+    """How a claim reads on a GPU other than the paper's, where no scaling makes it comparable:
+    informational (shown, never counted), not comparable (with why), or host-bound (not comparable, with
+    the share of host time from a CUDA graph point of the same model: `graph`, merged over measure)."""
+
+    reading: str
+    why: str
+    graph: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Claim:
     id: str
@@ -106,9 +105,14 @@ class Claim:
     file: str
     purpose: str = REPRODUCTION
     divide_by: Selection | None = None
+    subtract: Selection | None = None
     scaling: Scaling | None = None
     direction: Direction | None = None
+    # an ordering claim: the value at each of these points (merged over measure.where) exceeds the last
+    order: tuple[dict[str, Any], ...] = ()
+    off_paper_gpu: OffPaperGpu | None = None
     needs_gpus: int = 0
+    needs_setup: str | None = None  # what no run of this pipeline sets up (e.g. MIG partitions)
     plot: str | None = None
     note: str | None = None
 
@@ -118,26 +122,17 @@ class Claim:
         return self.source.get("short") or self.source["title"]
 
     def accepted_range(self, factor: float | None = None) -> tuple[float, float]:
-        """The interval a measured value must fall in: the expected value or range widened by the
-        tolerance (relative tolerances grow with the magnitude of each end). Scaled to another GPU
-        (`factor`: the scaling's ratio), the ends are multiplied by it and widened by the scaling's
-        uncertainty too."""
-        relative = self.tolerance.relative
-        if factor is not None and self.scaling is not None:
-            relative += self.scaling.uncertainty
-        scale = 1.0 if factor is None else factor
-        low, high = (end * scale for end in _ends(self.expected))
-        return self._widen(low, -1, relative, scale), self._widen(high, +1, relative, scale)
-
-    def _widen(self, end: float, direction: int, relative: float, scale: float) -> float:
-        if math.isinf(end):
-            return end
-        return end + direction * (self.tolerance.absolute * scale + relative * abs(end))
+        """The interval a measured value must fall in (ranges.accepted_range): the expected value or range
+        widened by the tolerance and, scaled to another GPU by `factor`, by the scaling's uncertainty."""
+        uncertainty = self.scaling.uncertainty if factor is not None and self.scaling is not None else 0.0
+        return accepted_range(self.expected, self.tolerance, factor, uncertainty)
 
     def describe_expected(self, factor: float | None = None) -> str:
         """The claimed value or range with its tolerance; scaled by `factor` when given."""
+        if self.order:
+            return "increasing in the order " + " < ".join(_describe_point(point) for point in self.order)
         scale = 1.0 if factor is None else factor
-        low, high = (end * scale for end in _ends(self.expected))
+        low, high = (end * scale for end in expected_ends(self.expected))
         unit = self.unit
         if self.expected.value is not None:
             text = f"{_number(low)} {unit}"
@@ -154,6 +149,10 @@ class Claim:
         if factor is not None and self.scaling is not None and self.scaling.uncertainty:
             parts.append(f"±{self.scaling.uncertainty * 100:g}% scaling")
         return f"{text} ({' and '.join(parts)})" if parts else text
+
+
+def _describe_point(where: dict[str, Any]) -> str:
+    return " ".join(str(value) for value in where.values())
 
 
 _ARITHMETIC = {
@@ -181,14 +180,6 @@ def computed_value(formula: str) -> float:
         return value(ast.parse(formula, mode="eval").body)
     except (SyntaxError, ZeroDivisionError) as error:
         raise ValueError(str(error)) from error
-
-
-def _ends(expected: Expected) -> tuple[float, float]:
-    if expected.value is not None:
-        return expected.value, expected.value
-    low = -math.inf if expected.low is None else expected.low
-    high = math.inf if expected.high is None else expected.high
-    return low, high
 
 
 def _number(value: float) -> str:
@@ -284,6 +275,51 @@ def _claim(
     item: dict[str, Any], index: int, file: Path, default_source: dict[str, str], purpose: str
 ) -> Claim:
     where = f"bad claim file {file}: claim {item['id']} (claims.{index})"
+    source = {**default_source, **item.get("source", {})}
+    if "title" not in source:
+        raise GpureproError(f"{where}: key source: no source title, in the claim or at the top of the file")
+    measure = _selection(item["measure"])
+    scaling = item.get("scaling")
+    direction = item.get("direction")
+    off = item.get("off_paper_gpu")
+    gpus = item["gpu"]
+    needs = item.get("needs", {})
+    return Claim(
+        id=item["id"],
+        claim=item["claim"],
+        kind=item["kind"],
+        study=item["study"],
+        gpus=(gpus,) if isinstance(gpus, str) else tuple(gpus),
+        measure=measure,
+        expected=_expected(item, where),
+        tolerance=_tolerance(item, where),
+        unit=item["unit"],
+        source=source,
+        file=file.name,
+        purpose=purpose,
+        divide_by=_other_side(item, "divide_by", measure, where),
+        subtract=_other_side(item, "subtract", measure, where),
+        scaling=Scaling(dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip())
+        if scaling
+        else None,
+        direction=Direction(direction.get("above"), direction.get("below")) if direction else None,
+        order=tuple(dict(point) for point in item.get("order", [])),
+        off_paper_gpu=OffPaperGpu(off["reading"], off["why"].strip(), dict(off.get("graph", {})))
+        if off
+        else None,
+        needs_gpus=needs.get("gpus", 0),
+        needs_setup=needs.get("setup"),
+        plot=item.get("plot"),
+        note=item.get("note"),
+    )
+
+
+def _expected(item: dict[str, Any], where: str) -> Expected:
+    """The claimed figure; an ordering claim states none (its points' order is the claim)."""
+    if "expected" not in item:
+        if "order" not in item:
+            raise GpureproError(f"{where}: key expected: required (only an ordering claim goes without)")
+        return Expected()
     expected = dict(item["expected"])
     formula = expected.pop("computed", None)
     if formula is not None:
@@ -299,54 +335,41 @@ def _claim(
         raise GpureproError(
             f"{where}: key expected: min {expected['min']} is more than max {expected['max']}"
         )
-    tolerance = item["tolerance"]
+    return Expected(expected.get("value"), expected.get("min"), expected.get("max"), formula)
+
+
+def _tolerance(item: dict[str, Any], where: str) -> Tolerance:
+    tolerance = item.get("tolerance")
+    if tolerance is None:
+        if "order" not in item:
+            raise GpureproError(f"{where}: key tolerance: required (only an ordering claim goes without)")
+        return Tolerance()
     if "relative" in tolerance and "absolute" in tolerance:
         raise GpureproError(f"{where}: key tolerance: give relative or absolute, not both")
-    source = {**default_source, **item.get("source", {})}
-    if "title" not in source:
-        raise GpureproError(f"{where}: key source: no source title, in the claim or at the top of the file")
-    measure = _selection(item["measure"])
-    divide_by = None
-    if "divide_by" in item:
-        other = item["divide_by"]
-        divide_by = Selection(
-            table=other.get("table", measure.table),
-            metric=other.get("metric", measure.metric),
-            statistic=other.get("statistic", measure.statistic),
-            where={**measure.where, **other.get("where", {})},
-            reduce=other.get("reduce", measure.reduce),
-        )
-        if "each" in (measure.reduce, divide_by.reduce):
-            raise GpureproError(
-                f"{where}: key divide_by: a ratio needs one value on each side, not reduce: each"
-            )
-    scaling = item.get("scaling")
-    direction = item.get("direction")
-    gpus = item["gpu"]
-    return Claim(
-        id=item["id"],
-        claim=item["claim"],
-        kind=item["kind"],
-        study=item["study"],
-        gpus=(gpus,) if isinstance(gpus, str) else tuple(gpus),
-        measure=measure,
-        expected=Expected(expected.get("value"), expected.get("min"), expected.get("max"), formula),
-        tolerance=Tolerance(
-            tolerance.get("relative", 0.0), tolerance.get("absolute", 0.0), tolerance["why"].strip()
-        ),
-        unit=item["unit"],
-        source=source,
-        file=file.name,
-        purpose=purpose,
-        divide_by=divide_by,
-        scaling=Scaling(dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip())
-        if scaling
-        else None,
-        direction=Direction(direction.get("above"), direction.get("below")) if direction else None,
-        needs_gpus=item.get("needs", {}).get("gpus", 0),
-        plot=item.get("plot"),
-        note=item.get("note"),
+    return Tolerance(tolerance.get("relative", 0.0), tolerance.get("absolute", 0.0), tolerance["why"].strip())
+
+
+def _other_side(item: dict[str, Any], key: str, measure: Selection, where: str) -> Selection | None:
+    """The denominator of a ratio (divide_by) or the subtrahend of a difference (subtract): keys left
+    out come from measure, its where merged over measure's."""
+    if key not in item:
+        return None
+    other = item[key]
+    selection = Selection(
+        table=other.get("table", measure.table),
+        metric=other.get("metric", measure.metric),
+        statistic=other.get("statistic", measure.statistic),
+        where={**measure.where, **other.get("where", {})},
+        reduce=other.get("reduce", measure.reduce),
+        interval=(other["interval"]["low"], other["interval"]["high"])
+        if "interval" in other
+        else measure.interval,
     )
+    if "each" in (measure.reduce, selection.reduce):
+        raise GpureproError(
+            f"{where}: key {key}: a ratio or difference needs one value on each side, not reduce: each"
+        )
+    return selection
 
 
 def _selection(data: dict[str, Any]) -> Selection:
@@ -356,4 +379,5 @@ def _selection(data: dict[str, Any]) -> Selection:
         statistic=data["statistic"],
         where=dict(data.get("where", {})),
         reduce=data.get("reduce", "single"),
+        interval=(data["interval"]["low"], data["interval"]["high"]) if "interval" in data else None,
     )

@@ -33,8 +33,10 @@ class Gpu:
     rates: dict[str, Rate]
 
     def matches(self, nvml_name: str) -> bool:
-        """Whether a GPU NVML calls `nvml_name` is this model (then its claims are judged exactly)."""
-        return any(re.search(pattern, nvml_name) for pattern in self.nvml_names)
+        """Whether a GPU NVML calls `nvml_name` is this model (then its claims are judged exactly). The
+        patterns must match the whole name, so an A100 80GB PCIe or an H200 NVL (other power limits and
+        clocks) is not taken for the SXM card a paper measured."""
+        return any(re.fullmatch(pattern, nvml_name) for pattern in self.nvml_names)
 
 
 def default_dir() -> Path:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..reference import REFERENCES
 from .claims import REGRESSION, REPRODUCTION
-from .evaluate import HELD, NOT_HELD, PARTLY, UNMEASURED, Here, Outcome
+from .evaluate import HELD, INFO, NOT_HELD, PARTLY, UNMEASURED, UNRESOLVED, UNTESTABLE, Here, Outcome
 from .summary import GRADES, PaperVerdict, paper_verdicts, regression_counts
 
 COLUMNS = [
@@ -45,15 +45,36 @@ COLUMNS = [
     "claim_file",
 ]
 
-_MARKS = {HELD: "✅", PARTLY: "◐", NOT_HELD: "❌", UNMEASURED: "–"}
-_COLOURS = {HELD: "#d4edda", PARTLY: "#fff3cd", NOT_HELD: "#f8d7da", UNMEASURED: "#e2e3e5"}
+_MARKS = {
+    HELD: "✅",
+    PARTLY: "◐",
+    NOT_HELD: "❌",
+    UNRESOLVED: "≈",
+    UNTESTABLE: "○",
+    INFO: "ℹ",
+    UNMEASURED: "–",
+}
+_COLOURS = {
+    HELD: "#d4edda",
+    PARTLY: "#fff3cd",
+    NOT_HELD: "#f8d7da",
+    UNRESOLVED: "#e2e3e5",
+    UNTESTABLE: "#e2e3e5",
+    INFO: "#e2e3e5",
+    UNMEASURED: "#e2e3e5",
+}
 
 HOW_JUDGED = (
     "A *relative* claim (a ratio within one run) is judged on any GPU: its direction (e.g. a speedup "
-    "above 1) apart from its magnitude. An *absolute* claim (ms, images/s, W, J on the paper's GPU) is "
-    "judged exactly on that GPU and *scaled* on others: expected here = published value x (this GPU's "
-    "reference rate / the paper GPU's), with the scaling's uncertainty added to the tolerance "
-    "(config/hardware/). A claim whose value this run could not measure is *not measured*, with the reason."
+    "above 1) apart from its magnitude, and a direction or an ordering only where its 95% interval over "
+    "reps and runs resolves it (else *not resolved at this sample size*). An *absolute* claim (ms, "
+    "images/s, W, J on the paper's GPU) is judged exactly on that GPU and *scaled* on others: expected "
+    "here = published value x (this GPU's measured reference rate / the paper GPU's), tolerance and "
+    "scaling uncertainty combined in quadrature (config/hardware/); where no rate makes a figure "
+    "comparable it is *informational* or *not comparable*, with why. A range that cannot fail (it reaches "
+    "0, or is more than 2x as wide as the paper's figure) is *not testable here*, never held. A paper's "
+    "verdict counts only the testable claims (held, partly held, not held), and says how many of its "
+    "claims were testable here; a claim this run could not measure is *not measured*, with the reason."
 )
 
 
@@ -109,7 +130,7 @@ def frame(outcomes: list[Outcome]) -> pd.DataFrame:
 
 def summary(outcomes: list[Outcome]) -> str:
     """One line: the verdict of each paper, then the regression checks."""
-    papers = "; ".join(f"{p.paper}: {p.verdict}" for p in paper_verdicts(outcomes)) or "no paper claims"
+    papers = "; ".join(f"{p.paper}: {p.headline}" for p in paper_verdicts(outcomes)) or "no paper claims"
     return f"{papers}. Regression checks: {regression_counts(outcomes)}"
 
 
@@ -151,7 +172,7 @@ def _papers_table(papers: list[PaperVerdict]) -> list[str]:
     ]
     for p in papers:
         counts = " | ".join(str(p.counts[grade]) for grade in GRADES)
-        lines.append(f"| {_cell(p.paper)} | **{p.verdict}** | {counts} | {_cell(p.describe_unmeasured())} |")
+        lines.append(f"| {_cell(p.paper)} | **{p.headline}** | {counts} | {_cell(p.describe_unmeasured())} |")
     return lines
 
 
@@ -227,7 +248,7 @@ def _html_papers(papers: list[PaperVerdict]) -> list[str]:
     for p in papers:
         counts = "".join(f"<td>{p.counts[grade]}</td>" for grade in GRADES)
         rows.append(
-            f"<tr><td>{e(p.paper)}</td><td><b>{e(p.verdict)}</b></td>{counts}"
+            f"<tr><td>{e(p.paper)}</td><td><b>{e(p.headline)}</b></td>{counts}"
             f"<td><small>{e(p.describe_unmeasured())}</small></td></tr>"
         )
     return [*rows, "</table>"]
@@ -310,7 +331,7 @@ def landing_page(outcomes: list[Outcome], profile: str, here: Here) -> str:
     for p in paper_verdicts(outcomes):
         lines += [
             f"   * - {_rst(p.paper)}",
-            f"     - **{p.verdict}**",
+            f"     - **{p.headline}**",
             f"     - {p.describe_counts() or '-'}",
             f"     - {_rst(p.describe_unmeasured()) or '-'}",
         ]

@@ -21,6 +21,7 @@ class NoReference(Exception):
 class Factor:
     value: float
     how: str  # each rate's two sides, for the verdict's detail
+    rates: tuple[str, ...] = ()  # the measured rates that entered it (none: not scaled by the GPU)
 
 
 def measured_references(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
@@ -40,13 +41,14 @@ def measured_references(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
 def scale_factor(scaling: Scaling, paper_gpu: Gpu, here: dict[str, float]) -> Factor:
     """The factor taking the paper's figure to this GPU, and how each rate entered it. With no reference
     rate (a workload bound by the host, not the GPU) the factor is 1."""
+    missing = [reference for reference in scaling.exponents if reference not in here]
+    if missing:
+        raise NoReference(
+            f"rate absent: this run measured no {', '.join(missing)} reference rate (tables/reference.csv, "
+            f"`snakemake reference` makes it), which the scaling from {paper_gpu.name} needs"
+        )
     factor, parts = 1.0, []
     for reference, exponent in scaling.exponents.items():
-        if reference not in here:
-            raise NoReference(
-                f"this run measured no {reference} reference rate (tables/reference.csv), which the scaling "
-                f"from {paper_gpu.name} needs"
-            )
         unit = REFERENCES[reference]
         theirs = paper_gpu.rates[reference]
         factor *= (here[reference] / theirs.value) ** exponent
@@ -56,4 +58,4 @@ def scale_factor(scaling: Scaling, paper_gpu: Gpu, here: dict[str, float]) -> Fa
     how = " x ".join(parts) if parts else f"not scaled by a GPU rate ({scaling.why})"
     if not math.isfinite(factor) or factor <= 0:
         raise NoReference(f"the scaling from {paper_gpu.name} gave no usable factor ({how})")
-    return Factor(factor, how)
+    return Factor(factor, how, tuple(scaling.exponents))

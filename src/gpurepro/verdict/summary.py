@@ -1,5 +1,9 @@
-"""The verdict per paper: reproduced, partially reproduced, not reproduced or not measured, with counts
-and, for the claims not measured, why. The project's own regression checks are never counted here."""
+"""The verdict per paper: reproduced, partially reproduced, not reproduced, too few claims testable here,
+or not measured, always with its coverage (k of n claims testable here) and, for the claims not
+measured, why. Only held, partly held and not held readings are testable; a claim not resolved at this
+sample size, not testable here, informational or not measured says nothing either way, so a paper with
+fewer than half its claims testable is not given a verdict. The project's own regression checks are
+never counted here."""
 
 from __future__ import annotations
 
@@ -7,13 +11,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .claims import REGRESSION, REPRODUCTION
-from .evaluate import HELD, NOT_HELD, PARTLY, UNMEASURED, Outcome
+from .evaluate import HELD, INFO, NOT_HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED, UNTESTABLE, Outcome
 
 REPRODUCED = "reproduced"
 PARTIALLY = "partially reproduced"
 NOT_REPRODUCED = "not reproduced"
+TOO_FEW = "too few claims testable here"
 NOT_MEASURED = "not measured"
-GRADES = (HELD, PARTLY, NOT_HELD, UNMEASURED)
+GRADES = (HELD, PARTLY, NOT_HELD, UNRESOLVED, UNTESTABLE, INFO, UNMEASURED)
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,19 @@ class PaperVerdict:
     # why claims were not measured, each reason once with the ids of the claims it kept out
     unmeasured: tuple[tuple[str, tuple[str, ...]], ...]
 
+    @property
+    def testable(self) -> int:
+        return sum(self.counts[grade] for grade in TESTABLE)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def headline(self) -> str:
+        """The verdict with its coverage, e.g. 'partially reproduced (3 of 8 claims testable here)'."""
+        return f"{self.verdict} ({self.testable} of {self.total} claims testable here)"
+
     def describe_counts(self) -> str:
         return ", ".join(f"{self.counts[grade]} {grade}" for grade in GRADES if self.counts[grade])
 
@@ -32,12 +50,14 @@ class PaperVerdict:
 
 
 def verdict_of(counts: Counter) -> str:
-    """Reproduced: every claim measured and held. Not reproduced: claims measured, none even partly held.
-    Not measured: nothing measured. Anything else is partial."""
-    measured = counts[HELD] + counts[PARTLY] + counts[NOT_HELD]
-    if measured == 0:
+    """Not measured: nothing measured. Too few testable: under half the claims testable here.
+    Reproduced: every testable claim held. Not reproduced: none even partly held. Anything else partial."""
+    testable = sum(counts[grade] for grade in TESTABLE)
+    if sum(counts.values()) == counts[UNMEASURED]:
         return NOT_MEASURED
-    if counts[HELD] == sum(counts.values()):
+    if 2 * testable < sum(counts.values()) or testable == 0:
+        return TOO_FEW
+    if counts[HELD] == testable:
         return REPRODUCED
     if counts[HELD] + counts[PARTLY] == 0:
         return NOT_REPRODUCED

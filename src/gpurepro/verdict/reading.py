@@ -1,0 +1,130 @@
+"""Reading a claim's values from a run's tables, and saying precisely why a value could not be read.
+
+"Not measured" has three kinds, because each calls for something else: the table is absent (its study
+did not run: run the rule that makes it), the point is absent (the table has no row with the claim's
+keys: the sweep did not include it, or it failed), or the metric is absent (the point is there but not
+this metric: a table aggregated by an older version; re-aggregate it with the rule named).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+import pandas as pd
+
+from .claims import Selection
+
+
+class NotMeasured(Exception):
+    """Why a claim's value could not be read from the tables."""
+
+
+@dataclass(frozen=True)
+class Values:
+    """The selected values (one, or every row's for reduce: each), their unit, and their intervals where
+    the selection names interval statistics (one (low, high) per value)."""
+
+    values: list[float]
+    unit: str
+    intervals: list[tuple[float, float]] | None = None
+
+
+def read(
+    selection: Selection, study: str, tables: dict[str, pd.DataFrame], rules: dict[str, str] | None = None
+) -> Values:
+    """The values a selection picks from `tables`; `rules` maps a table to the rule that writes it."""
+    rows = _rows(selection, study, tables, rules or {})
+    units = sorted(set(rows["unit"].astype(str)))
+    if len(units) > 1:
+        raise NotMeasured(f"{selection.describe()} mixes units {', '.join(units)}")
+    values = pd.to_numeric(rows["value"], errors="coerce")
+    if values.isna().all() or (selection.reduce in ("single", "each") and values.isna().any()):
+        raise NotMeasured(f"{selection.describe()} has no value (the measurement recorded none)")
+    intervals = _intervals(selection, study, tables, rules or {}, rows)
+    if selection.reduce == "each":
+        return Values([float(v) for v in values], units[0], intervals)
+    if selection.reduce == "single":
+        if len(values) > 1:
+            raise NotMeasured(
+                f"{len(values)} rows of {selection.describe()}; the claim needs filters that leave one, "
+                "or a reduce (each, min, max, median, mean)"
+            )
+        return Values([float(values.iloc[0])], units[0], intervals)
+    reduced = float(getattr(values.dropna(), selection.reduce)())
+    return Values([reduced], units[0], None)
+
+
+def _rows(
+    selection: Selection, study: str, tables: dict[str, pd.DataFrame], rules: dict[str, str]
+) -> pd.DataFrame:
+    if selection.table not in tables:
+        rule = rules.get(selection.table, study)
+        raise NotMeasured(
+            f"table absent: no tables/{selection.table}.csv in this run (study {study} did not run here; "
+            f"`snakemake {rule}` makes it)"
+        )
+    table = tables[selection.table]
+    missing = [
+        column for column in ["value", "unit", "metric", "statistic", *selection.where] if column not in table
+    ]
+    if missing:
+        rule = rules.get(selection.table, study)
+        raise NotMeasured(
+            f"metric absent: tables/{selection.table}.csv has no column {', '.join(missing)} (an older "
+            f"table: re-aggregate it with `snakemake {rule} --forcerun {rule}`)"
+        )
+    point = _matching(table, selection.where)
+    if not point.any():
+        raise NotMeasured(f"point absent: no row of tables/{selection.table}.csv where {_filters(selection)}")
+    rows = table[point & _matching(table, {"metric": selection.metric, "statistic": selection.statistic})]
+    if rows.empty:
+        rule = rules.get(selection.table, study)
+        raise NotMeasured(
+            f"metric absent: tables/{selection.table}.csv has the point ({_filters(selection)}) but no "
+            f"{selection.metric} {selection.statistic} (an older table: re-aggregate it with "
+            f"`snakemake {rule} --forcerun {rule}`)"
+        )
+    return rows
+
+
+def _intervals(
+    selection: Selection,
+    study: str,
+    tables: dict[str, pd.DataFrame],
+    rules: dict[str, str],
+    rows: pd.DataFrame,
+) -> list[tuple[float, float]] | None:
+    """Each selected row's interval: the rows of the interval statistics with the same other columns."""
+    if selection.interval is None or selection.reduce not in ("single", "each"):
+        return None
+    table = tables[selection.table]
+    keys = [c for c in table.columns if c not in ("statistic", "value", "unit")]
+    ends = []
+    for statistic in selection.interval:
+        bound = Selection(selection.table, selection.metric, statistic, selection.where)
+        bound_rows = _rows(bound, study, tables, rules)
+        merged = rows[keys].merge(bound_rows[[*keys, "value"]], on=keys, how="left")
+        ends.append(pd.to_numeric(merged["value"], errors="coerce").tolist())
+    return [(float(low), float(high)) for low, high in zip(*ends, strict=True)]
+
+
+def _filters(selection: Selection) -> str:
+    return ", ".join(f"{k}={v}" for k, v in selection.where.items()) or "any"
+
+
+def _matching(table: pd.DataFrame, wanted: dict[str, Any]) -> pd.Series:
+    keep = pd.Series(True, index=table.index)
+    for column, want in wanted.items():
+        keep &= _matches(table[column], want)
+    return keep
+
+
+def _matches(column: pd.Series, want: Any) -> pd.Series:
+    """Booleans as booleans, numbers as numbers (25536 matches 25536.0), strings as shell patterns."""
+    if isinstance(want, bool):
+        return column.astype(str).str.lower() == str(want).lower()
+    if isinstance(want, int | float):
+        return pd.to_numeric(column, errors="coerce") == want
+    return column.map(lambda cell: not pd.isna(cell) and fnmatchcase(str(cell), want))
