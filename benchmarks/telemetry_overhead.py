@@ -74,13 +74,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from scipy.stats import trim_mean
 
-from gpurepro import nvml
+from gpurepro import nvml, stats
 from gpurepro.hfta.workloads import workload as hfta_workload
 from gpurepro.hfta_study.training import _Trainer
 from gpurepro.inference.measure import synchronizer
@@ -103,7 +104,6 @@ NO_SAMPLER = "none"  # pairs of blocks both without a sampler: the noise floor
 Timed = tuple[float, float, float]  # a block's seconds, and its start and end on time.time()
 TARGET = 0.005  # the overhead the verdict column judges against: 0.5%
 TRIM = 0.2  # the share of per-pair log ratios cut at either end before their mean (see log_mean)
-RESAMPLES = 5000  # bootstrap resamples per interval
 
 
 @dataclass(frozen=True)
@@ -326,26 +326,17 @@ def run_row(
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A statistic of a row's per-pair on/off ratios, and its 95% bootstrap interval."""
-
-    value: float
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class Ratios:
     """The per-pair on/off ratios of a row: their median and mean (see log_mean), and quartiles."""
 
-    median: Estimate
-    mean: Estimate
+    median: stats.Interval
+    mean: stats.Interval
     q1: float
     q3: float
 
 
-def log_mean(ratios: np.ndarray, trim: float) -> np.ndarray:
-    """exp of the mean of the log ratios along the last axis, `trim` of them cut at either end first.
+def log_mean(ratios: np.ndarray, trim: float, axis: int = -1) -> np.ndarray:
+    """exp of the mean of the log ratios along `axis`, `trim` of them cut at either end first.
     Logs, so that a pair's ratio r and its inverse 1/r weigh alike. Without a sampler the on and off
     blocks of a pair are alike, so their log ratio is symmetric about 0 whatever the blocks' noise, and
     a cost that every on-block bears shifts it: median, mean and trimmed mean all estimate that shift,
@@ -355,29 +346,23 @@ def log_mean(ratios: np.ndarray, trim: float) -> np.ndarray:
     to 400 pairs, log ratios of kurtosis above 20: a few blocks many times slower) 20% trimmed was 0.8
     to 1.5 times as wide as the median, the mean 1.1 to 35 times. Hence 20% by default. A cost only a
     few on-blocks bore would be cut with the tails: --trim 0 keeps every pair, in the plain mean."""
-    return np.exp(trim_mean(np.log(ratios), trim, axis=-1))
+    return np.exp(trim_mean(np.log(ratios), trim, axis=axis))
 
 
-def bootstrap(value: float, draws: np.ndarray) -> Estimate:
-    """The statistic's value with the 2.5 and 97.5 percentiles of its value over the resamples."""
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return Estimate(value, float(low), float(high))
-
-
-def pair_ratios(row: Row, trim: float = TRIM, resamples: int = RESAMPLES) -> Ratios:
-    """Both statistics over the same resamples of the pairs (seeded, so a row prints the same twice)."""
+def pair_ratios(row: Row, trim: float = TRIM) -> Ratios:
+    """Both statistics with their 95% percentile bootstrap intervals (gpurepro.stats), seeded alike, so
+    over the same resamples of the pairs, and a row prints the same twice."""
     ratios = np.array(row.on_s) / np.array(row.off_s)
-    draws = np.random.default_rng(0).choice(ratios, size=(resamples, len(ratios)))
     q1, q3 = np.percentile(ratios, [25, 75])
     return Ratios(
-        bootstrap(float(np.median(ratios)), np.median(draws, axis=1)),
-        bootstrap(float(log_mean(ratios, trim)), log_mean(draws, trim)),
+        stats.median_interval(ratios),
+        stats.bootstrap([ratios], partial(log_mean, trim=trim)),
         float(q1),
         float(q3),
     )
 
 
-def verdict(estimate: Estimate, target: float) -> str:
+def verdict(estimate: stats.Interval, target: float) -> str:
     """The cost against target: below it where the whole interval is, at or above it where the whole
     interval is above, else unresolved (more pairs, or less noise, would be needed to tell)."""
     limit, label = 1 + target, f"{target * 100:g}%"
@@ -430,7 +415,7 @@ def achieved_columns(row: Row) -> str:
     return f"{statistics.median(rates):>8.1f} {min(rates):>7.1f} {row.missed:>6}"
 
 
-def interval(estimate: Estimate) -> str:
+def interval(estimate: stats.Interval) -> str:
     return f"{estimate.low:.4f}-{estimate.high:.4f}"
 
 

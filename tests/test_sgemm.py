@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from gpurepro.results import write_raw
 from gpurepro.sgemm import torch_mm
 from gpurepro.sgemm.summary import summarise
+from gpurepro.tables import pick
 
 from .conftest import HAVE_GPU, run_gpurepro
 
@@ -108,3 +111,40 @@ def test_bad_arguments_say_what_is_wrong(args: list[str], message: str) -> None:
 def test_gpu_job_without_gpu_says_so() -> None:
     result = run_gpurepro("sgemm", "64", "3", "0", "--profile", "h100", *FAST)
     assert result.returncode == 2 and "cannot measure on GPU 0" in result.stderr
+
+
+def sweep_point(folder: Path, backend: str, n: int, tflops: np.ndarray) -> str:
+    """A raw file of one size of a sweep on one GPU, with these per-rep rates."""
+    reps = pd.DataFrame({
+        "profile": "h100", "device": "0", "backend": backend, "n": n, "ms": 2 * n**3 / (tflops * 1e12) * 1e3,
+        "tflops": tflops, "power_w_median": 600.0, "sm_clock_mhz_median": 1980.0,
+        "temperature_c_median": 50.0, "throttled": False, "verify_rel_err": 1e-7,
+    })  # fmt: skip
+    sidecar = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0"}], "measurement": {}}
+    return str(write_raw(reps, folder / f"{backend}_n{n}.csv", sidecar))
+
+
+def noisy(rate: float, seed: int) -> np.ndarray:
+    """20 reps of a rate with 2% noise."""
+    return rate * np.exp(np.random.default_rng(seed).normal(0, 0.02, 20))
+
+
+def test_rate_against_the_best_size_of_the_sweep(tmp_path: Path) -> None:
+    sweep = ((8192, 50.5), (2048, 40.0), (4096, 50.0))  # TFLOP/s: 4096 and 8192 on the plateau
+    paths = [sweep_point(tmp_path, "cublas", n, noisy(rate, seed=n)) for n, rate in sweep]
+    paths.append(sweep_point(tmp_path, "kernel", 4096, noisy(20.0, seed=1)))  # one size: no sweep
+    table = summarise(paths)
+    assert list(table[["backend", "n"]].drop_duplicates().itertuples(index=False, name=None)) == [
+        ("cublas", 2048), ("cublas", 4096), ("cublas", 8192), ("kernel", 4096),
+    ]  # fmt: skip
+    plateau = table[table["metric"] == "rate_vs_sweep_best"]
+    assert set(plateau["unit"]) == {"1"} and set(plateau["backend"]) == {"cublas"}
+    ratio = {(n, s): v for n, s, v in plateau[["n", "statistic", "value"]].itertuples(index=False)}
+    rates = pick(table[table["backend"] == "cublas"], "rate").set_index("n")["value"]
+    for n in (2048, 4096):
+        assert ratio[n, "median"] == pytest.approx(rates[n] / rates[8192])
+        assert ratio[n, "ci_low"] < ratio[n, "median"] < ratio[n, "ci_high"]
+    assert ratio[2048, "median"] == pytest.approx(40 / 50.5, rel=0.03) and ratio[2048, "ci_high"] < 1
+    assert ratio[4096, "ci_low"] < 1 < ratio[4096, "ci_high"]  # 1% below the best, within 2% noise: on it
+    # the best size against itself: 1, and no interval (its reps against themselves would be a tautology)
+    assert ratio[8192, "median"] == 1 and np.isnan(ratio[8192, "ci_low"]) and np.isnan(ratio[8192, "ci_high"])

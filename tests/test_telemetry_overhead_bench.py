@@ -12,6 +12,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from gpurepro.stats import Interval
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "telemetry_overhead.py"
 
 
@@ -73,11 +75,11 @@ def test_interval_widens_with_noise_until_unresolved(bench: ModuleType) -> None:
     ],
 )
 def test_verdict_against_the_target(bench: ModuleType, low: float, high: float, expected: str) -> None:
-    assert bench.verdict(bench.Estimate((low + high) / 2, low, high), 0.005) == expected
+    assert bench.verdict(Interval((low + high) / 2, low, high), 0.005) == expected
 
 
 def test_verdict_labels_the_target(bench: ModuleType) -> None:
-    assert bench.verdict(bench.Estimate(1.0, 0.99, 1.001), 0.0025) == "<0.25%"
+    assert bench.verdict(Interval(1.0, 0.99, 1.001), 0.0025) == "<0.25%"
 
 
 class Allocating:

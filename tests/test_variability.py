@@ -3,16 +3,20 @@ and the spread across GPUs (max/min, CV), from raw files written the way jobs wr
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from gpurepro.errors import GpureproError
 from gpurepro.results import write_raw
 from gpurepro.sgemm.kernels import KernelSgemm
+from gpurepro.variability.summary import gpu_samples, summarise
 
 from .conftest import run_gpurepro
+from .test_stats import alike
 
 
 def _raw_file(folder: Path, gpu: int, run: int, ms: list[float], throttled: list[bool]) -> Path:
@@ -65,11 +69,85 @@ def test_spread_between_gpus(tmp_path: Path) -> None:
     seen = summary[(summary["scope"] == "gpu 1") & (summary["metric"] == "clock_event_reasons_seen")]
     assert seen["unit"].item() == "sw_power_cap"
     assert value("across gpus", "energy_per_rep", "max_over_min") == pytest.approx(2.5 / 1.5)
+    # 10 ms against 11-12 ms, every rep: the spread is resolved from the reps' noise
+    assert (
+        0
+        < value("across gpus", "time", "spread_pct_ci_low")
+        <= 10.0
+        <= value("across gpus", "time", "spread_pct_ci_high")
+    )
+    # six reps each, nearly all tied: medians of shuffled reps often lie as far apart, so p is large here
+    assert 0 < value("across gpus", "time", "p_value") <= 1
+    units = summary.set_index(["scope", "metric", "statistic"])["unit"]
+    assert units["across gpus", "rate", "spread_pct_ci_high"] == "%"
+    assert (
+        units["across gpus", "rate", "p_value"] == "1"
+        and units["gpu 0", "rate_vs_median_gpu", "ci_low"] == "1"
+    )
 
     plot = tmp_path / "variability.png"
     drawn = run_gpurepro("plot", "variability", str(reps_out), "--out", str(plot))
     assert drawn.returncode == 0, drawn.stderr
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def made_reps(ms: list[np.ndarray], runs: int = 2) -> pd.DataFrame:
+    """Reps of GPUs 0, 1, ... with these times, split evenly over `runs` runs (one raw file each)."""
+    frames = []
+    for gpu, times in enumerate(ms):
+        for run, run_ms in enumerate(np.array_split(times, runs), start=1):
+            frames.append(pd.DataFrame({
+                "profile": "h200", "device": str(gpu), "gpu_uuid": f"GPU-{gpu}", "backend": "cublas",
+                "n": 1024, "run": run, "ms": run_ms, "tflops": 2 * 1024**3 / (run_ms * 1e-3) / 1e12,
+                "power_w_median": 600.0, "sm_clock_mhz_median": 1980.0, "temperature_c_median": 50.0,
+                "energy_per_rep_j": 1.5 + 0.01 * run, "throttled": False, "clock_event_names": "",
+                "source_file": f"gpu{gpu}_run{run}.csv",
+            }))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+def statistics_of(summary: pd.DataFrame, scope: str, metric: str) -> dict[str, float]:
+    rows = summary[(summary["scope"] == scope) & (summary["metric"] == metric)]
+    return dict(zip(rows["statistic"], rows["value"], strict=True))
+
+
+def test_a_difference_far_beyond_the_noise_is_resolved() -> None:
+    summary = summarise(made_reps(alike(100, 0.05)))
+    for metric in ("time", "rate"):
+        across = statistics_of(summary, "across gpus", metric)
+        assert across["spread_pct"] == pytest.approx(5.0)
+        assert 0 < across["spread_pct_ci_low"] < 5.0 < across["spread_pct_ci_high"]
+        assert across["p_value"] < 0.05
+    for gpu in ("gpu 0", "gpu 1"):
+        relative = statistics_of(summary, gpu, "rate_vs_median_gpu")
+        assert relative["ci_low"] < relative["value"] < relative["ci_high"]
+        assert not relative["ci_low"] < 1 < relative["ci_high"]
+
+
+def test_a_difference_within_the_noise_is_not_resolved() -> None:
+    # two H200s: cuBLAS 0.2% apart between them, reps 1% apart within each
+    summary = summarise(made_reps(alike(100, 0.002)))
+    across = statistics_of(summary, "across gpus", "time")
+    assert across["spread_pct"] == pytest.approx(0.2)
+    assert across["spread_pct_ci_low"] == 0 and across["spread_pct_ci_high"] > 0.2
+    assert across["p_value"] > 0.05
+    relative = statistics_of(summary, "gpu 0", "rate_vs_median_gpu")
+    assert relative["ci_low"] < 1 < relative["ci_high"]
+
+
+def test_one_rep_per_gpu_gives_no_interval() -> None:
+    summary = summarise(made_reps([np.array([10.0]), np.array([11.0])], runs=1))
+    across = statistics_of(summary, "across gpus", "time")
+    assert across["spread_pct"] == pytest.approx(10.0)
+    assert all(math.isnan(across[name]) for name in ("spread_pct_ci_low", "spread_pct_ci_high", "p_value"))
+    relative = statistics_of(summary, "gpu 0", "rate_vs_median_gpu")
+    assert math.isnan(relative["ci_low"]) and math.isnan(relative["ci_high"])
+
+
+def test_energy_measured_once_per_run_is_one_value_per_run() -> None:
+    reps = made_reps([np.full(100, 10.0), np.full(100, 11.0)]).assign(gpu=lambda r: r["device"])
+    assert [len(sample) for sample in gpu_samples(reps, "energy_per_rep_j")] == [2, 2]
+    assert [len(sample) for sample in gpu_samples(reps, "ms")] == [100, 100]
 
 
 def test_aggregate_variability_needs_its_summary_file(tmp_path: Path) -> None:
