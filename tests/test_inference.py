@@ -20,7 +20,10 @@ from gpurepro.inference.summary import summarise
 
 from .conftest import run_gpurepro
 
-FAST = ["--idle-seconds", "0.2", "--energy-window-s", "0.3", "--cooldown-max-wait-s", "0", "--rate-hz", "100"]
+FAST = [
+    *("--idle-seconds", "0.2", "--active-idle-seconds", "0.3", "--energy-window-s", "0.3"),
+    *("--cooldown-max-wait-s", "0", "--rate-hz", "100"),
+]
 TIMING = ["--min-run-time", "0.2", "--warmup", "1"]
 
 # Parameter counts of the published architectures: DeiT paper table 1 (5.7M, 22M, 86M) and BERT
@@ -153,10 +156,18 @@ def test_cli_writes_raw_trace_and_provenance_then_table_and_plot(tmp_path: Path)
         blocks
     )
     assert set(blocks["precision"]) == {"fp32"} and set(blocks["mode"]) == {"eager"}  # cpu profile default
-    assert "idle" in set(pd.read_csv(trace)["phase"])
+    assert set(blocks["cast_protocol"]) == {"none"}  # fp32 casts nothing
+    assert {"idle", "active_idle"} <= set(pd.read_csv(trace)["phase"])
     meta = json.loads((raw / "bert-b_s8.provenance.json").read_text())
     assert meta["profile"] == "cpu" and meta["config_hash"] == "abc"
     assert meta["workload"]["model"] == "bert-b" and meta["workload"]["seq_len"] == 8
+    assert meta["workload"]["cast_protocol"] == "none"
+    active = meta["measurement"]["active_idle"]["cpu"]
+    assert active["seconds"] == pytest.approx(0.3, abs=0.1) and active["method"] in {
+        "rapl",
+        "median_of_samples",
+    }
+    assert {"idle", "active_idle"} <= set(meta["measurement"]["window_medians"]["cpu"])
     assert (raw / "bert-b_s8.telemetry.provenance.json").is_file()
 
     again = run_gpurepro(*args, "--out", str(out))
@@ -169,6 +180,10 @@ def test_cli_writes_raw_trace_and_provenance_then_table_and_plot(tmp_path: Path)
     count = table[(table["metric"] == "latency") & (table["statistic"] == "count")]
     assert count["value"].item() == len(blocks)
     assert {"energy_per_inference", "idle_power", "clock_event_reasons_energy_window"} <= set(table["metric"])
+    assert {"active_idle_power", "power_above_active_idle", "sm_clock", "gpu_utilization"} <= set(
+        table["metric"]
+    )
+    assert set(table["cast_protocol"]) == {"none"}
     png = tmp_path / "bert.png"
     assert cli.main(["plot", "bert", _write(table, tmp_path / "t.csv"), "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"

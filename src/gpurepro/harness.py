@@ -3,13 +3,22 @@
 1. cool down (wait until the device's temperature settles),
 2. idle baseline (power and temperature with nothing running), taken before the workload is prepared: a
    process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle,
-3. timed repetitions with the telemetry sampler running beside them, in a process of its own by default
+3. for workloads that ask for it (inference), an active idle after the workload is prepared: context up,
+   model built and warm, device at rest, in an energy window of its own. On a GPU that holds a context at
+   full clocks (about 55 W above true idle on an H100, about 3 W on an A100), power above the idle of
+   step 2 is mostly that floor; power above the active idle is what the work itself adds,
+4. timed repetitions with the telemetry sampler running beside them, in a process of its own by default
    (telemetry/process.py), so it takes no time from the measured interpreter,
-4. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
+5. a separate energy window: the operation back to back for at least `min_energy_window_s`, because
    NVML's energy counter updates only about every 100 ms (skipped, and said so, where there is no counter).
    Workloads run by another process (the CUDA kernels) have no operation to repeat from Python; their
    energy is the counter's rise over the span of their reps, read from the trace: the timed reps when they
    last long enough, else a further run of enough reps.
+
+Steps 4 and 5 each run inside one `Workload.region()` (e.g. one autocast region whose weight-cast cache
+lasts the whole block, as the inference artifact timed its model). The sidecar gets every window, and
+the median SM clock, memory clock and utilisation of the samples in the idle, active-idle and energy
+windows, so a power difference can be read beside the clocks it was drawn at.
 """
 
 from __future__ import annotations
@@ -17,8 +26,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -40,6 +49,12 @@ from .telemetry import (
 # Phases shorter than this get no achieved rate of their own: a second holds enough sample periods for
 # the rate to be within a few percent at the default 50 Hz.
 MIN_RATE_PHASE_S = 1.0
+# The sidecar's per-window medians: (name in the sidecar, trace column).
+WINDOW_MEDIANS = {
+    "sm_clock_mhz": "sm_clock_mhz",
+    "memory_clock_mhz": "mem_clock_mhz",
+    "utilization_pct": "util_pct",
+}
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,9 @@ class TelemetrySettings:
     min_energy_window_s: float = 3.0
     cooldown_max_wait_s: float = 120.0
     sampler: str = DEFAULT_SAMPLER  # "process" or "thread" (telemetry.samplers)
+    # Seconds of active idle, for workloads that ask for it: several energy-counter updates (about every
+    # 100 ms), and sub-windows enough for an interval on the power above it.
+    active_idle_seconds: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -61,32 +79,49 @@ class Workload:
     synchronize: Callable[[], None]
     # For workloads without an operation: run this many reps again (same table as timed_reps).
     energy_reps: Callable[[int], pd.DataFrame] | None = None
+    # Measure an active idle after prepare (TelemetrySettings.active_idle_seconds); off by default, so the
+    # studies that do not report power above it take no longer.
+    active_idle: bool = False
+    # Entered once around the timed reps and once around the energy window, with the operation called
+    # inside (e.g. one autocast region with its cast cache, inference/modes.py).
+    region: Callable[[], AbstractContextManager[Any]] = nullcontext
 
 
 @dataclass(frozen=True)
 class EnergyResult:
-    """Energy of back-to-back operations: gross per operation and above the idle baseline."""
+    """Energy of back-to-back operations: gross per operation, above the idle baseline and above the
+    active idle (NaN where the workload measured none)."""
 
     window: EnergyWindow
     operations: int
     idle_power_w: float
+    active_idle_power_w: float = math.nan
+
+    def _per_op_above(self, power_w: float) -> float:
+        rest_energy = power_w * self.window.duration_s
+        return (self.window.energy_j - rest_energy) / self.operations if self.operations else math.nan
 
     @property
     def per_op_j(self) -> float:
-        return self.window.energy_j / self.operations if self.operations else math.nan
+        return self._per_op_above(0.0)
 
     @property
     def per_op_above_idle_j(self) -> float:
-        idle_energy = self.idle_power_w * self.window.duration_s
-        return (self.window.energy_j - idle_energy) / self.operations if self.operations else math.nan
+        return self._per_op_above(self.idle_power_w)
+
+    @property
+    def per_op_above_active_idle_j(self) -> float:
+        return self._per_op_above(self.active_idle_power_w)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             **self.window.as_dict(),
             "operations": self.operations,
             "idle_power_w": self.idle_power_w,
+            "active_idle_power_w": self.active_idle_power_w,
             "energy_per_op_j": self.per_op_j,
             "energy_per_op_above_idle_j": self.per_op_above_idle_j,
+            "energy_per_op_above_active_idle_j": self.per_op_above_active_idle_j,
         }
 
 
@@ -99,12 +134,17 @@ class Measurement:
     energy: dict[str, EnergyResult]
     energy_note: str
     phase_rates_hz: dict[str, float]  # achieved sampling rate per phase (idle, prepare, reps, energy)
+    active_idle: dict[str, IdleBaseline] = field(default_factory=dict)  # empty: the workload asked for none
+    # device -> window (idle, active_idle, energy) -> WINDOW_MEDIANS name -> median of its samples
+    window_medians: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The window-level facts that go into the provenance sidecar."""
         return {
             "cooldown": self.cooldown.as_dict(),
             "idle": {device: idle.as_dict() for device, idle in self.idle.items()},
+            "active_idle": {device: rest.as_dict() for device, rest in self.active_idle.items()},
+            "window_medians": self.window_medians,
             "energy": {device: result.as_dict() for device, result in self.energy.items()},
             "energy_note": self.energy_note,
             "telemetry": {**self.trace.describe(), "achieved_rate_hz_by_phase": self.phase_rates_hz},
@@ -169,11 +209,49 @@ class _Phases:
         return labels
 
 
+def _rest(
+    phases: _Phases, meter: EnergyMeter, name: str, seconds: float, synchronize: Callable[[], None]
+) -> dict[str, EnergyWindow]:
+    """Phase and energy window `name`: the device at rest for `seconds`, after its queued work is done."""
+    with phases.phase(name):
+        synchronize()
+        meter.begin_window(name)
+        time.sleep(seconds)
+        return meter.end_window(name)
+
+
+def _window_samples(frame: pd.DataFrame, window: EnergyWindow) -> pd.DataFrame:
+    """The samples of the window's device taken inside it."""
+    times = frame["time_unix_s"]
+    inside = (times >= window.start_unix_s) & (times <= window.end_unix_s)
+    return frame[inside & (frame["device"] == window.device)]
+
+
+def _baselines(frame: pd.DataFrame, windows: dict[str, EnergyWindow]) -> dict[str, IdleBaseline]:
+    return {
+        device: idle_baseline(_window_samples(frame, window), window) for device, window in windows.items()
+    }
+
+
+def _window_medians(
+    frame: pd.DataFrame, windows_by_name: dict[str, dict[str, EnergyWindow]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per device and window, the median of each WINDOW_MEDIANS column over the window's samples."""
+    medians: dict[str, dict[str, dict[str, float]]] = {}
+    for name, windows in windows_by_name.items():
+        for device, window in windows.items():
+            samples = _window_samples(frame, window)
+            medians.setdefault(device, {})[name] = {
+                key: float(samples[column].median()) for key, column in WINDOW_MEDIANS.items()
+            }
+    return medians
+
+
 def measure(
     source: TelemetrySource, settings: TelemetrySettings, prepare: Callable[[], Workload]
 ) -> Measurement:
-    """Cool down, then under one telemetry sampler: idle baseline, prepare the workload, timed reps,
-    energy window.
+    """Cool down, then under one telemetry sampler: idle baseline, prepare the workload, active idle
+    (where the workload asks for it), timed reps, energy window.
 
     One sampler covers the whole job, so the saved trace shows idle, work and energy phases side by side
     (column `phase`)."""
@@ -181,22 +259,25 @@ def measure(
     meter = EnergyMeter(source, settings.min_energy_window_s)
     phases = _Phases()
     energy: dict[str, EnergyResult] = {}
+    windows: dict[str, EnergyWindow] = {}
+    active_windows: dict[str, EnergyWindow] = {}
     note = (
         ""
         if meter.method != "unavailable"
         else "energy not measured: this device has no readable energy counter"
     )
     with open_sampler(source, settings.rate_hz, settings.sampler) as sampler:
-        with phases.phase("idle"):
-            meter.begin_window("idle")
-            time.sleep(settings.idle_seconds)
-            idle_windows = meter.end_window("idle")
+        idle_windows = _rest(phases, meter, "idle", settings.idle_seconds, lambda: None)
         with phases.phase("prepare"):
             workload = prepare()
-        with phases.phase("reps"):
+        if workload.active_idle:
+            active_windows = _rest(
+                phases, meter, "active_idle", settings.active_idle_seconds, workload.synchronize
+            )
+        with phases.phase("reps"), workload.region():
             reps = workload.timed_reps()
         if not note:
-            with phases.phase("energy"):
+            with phases.phase("energy"), workload.region():
                 if workload.operation is not None:
                     windows, operations = run_energy_window(
                         meter, workload.operation, workload.synchronize, settings.min_energy_window_s
@@ -206,11 +287,8 @@ def measure(
     trace = sampler.trace
     assert trace is not None
     trace.frame["phase"] = phases.label(trace.frame["time_unix_s"])
-    idle_samples = trace.frame[trace.frame["phase"] == "idle"]
-    idle = {
-        device: idle_baseline(idle_samples[idle_samples["device"] == device], window)
-        for device, window in idle_windows.items()
-    }
+    idle = _baselines(trace.frame, idle_windows)
+    active_idle = _baselines(trace.frame, active_windows)
     if not note and workload.operation is None:
         start, end = float(span_reps["t_start_unix_s"].min()), float(span_reps["t_end_unix_s"].max())
         windows = {
@@ -222,7 +300,17 @@ def measure(
         operations = len(span_reps)
     if not note:
         energy = {
-            device: EnergyResult(window, operations, idle[device].power_w)
+            device: EnergyResult(
+                window,
+                operations,
+                idle[device].power_w,
+                active_idle[device].power_w if device in active_idle else math.nan,
+            )
             for device, window in windows.items()
         }
-    return Measurement(reps, trace, cooldown, idle, energy, note, phases.rates_hz(trace))
+    medians = _window_medians(
+        trace.frame, {"idle": idle_windows, "active_idle": active_windows, "energy": windows}
+    )
+    return Measurement(
+        reps, trace, cooldown, idle, energy, note, phases.rates_hz(trace), active_idle, medians
+    )

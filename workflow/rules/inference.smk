@@ -6,30 +6,54 @@
 # failed with its reason by `gpurepro infer`, so the sweep goes on.
 
 import itertools
-import math
 
 INFERENCE = PROFILE["inference"]
 INFERENCE_RUN = config["inference"]
 INFERENCE_RAW = f"{RESULTS}/inference/raw"
 
-INFERENCE_UNSUPPORTED = sorted(
-    set(INFERENCE["precisions"]) - set(PROFILE["precisions"])
-)
-if INFERENCE_UNSUPPORTED:
-    raise WorkflowError(
-        f"bad device profile config/devices/{DEVICE}.yaml: key inference.precisions: {INFERENCE_UNSUPPORTED} "
-        f"not in the profile's precisions {PROFILE['precisions']}"
-    )
-if not IS_GPU and "cudagraph" in INFERENCE["modes"]:
-    raise WorkflowError(
-        f"bad device profile config/devices/{DEVICE}.yaml: key inference.modes: cudagraph needs a GPU"
-    )
+# DeiT points measured beside the sweep's product (e.g. quick runs' cudagraph point, whose latency beside
+# eager's gives the host's share of eager batch-1 latency).
+INFERENCE_EXTRA = INFERENCE.get("extra_points", [])
 
+
+def check_inference_points(key, precisions, modes):
+    """Stop with the key and value when a point asks for a precision the GPU lacks, or for cudagraph
+    where there is no GPU."""
+    unsupported = sorted(set(precisions) - set(PROFILE["precisions"]))
+    if unsupported:
+        raise WorkflowError(
+            f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: precisions {unsupported} "
+            f"not in the profile's precisions {PROFILE['precisions']}"
+        )
+    if not IS_GPU and "cudagraph" in modes:
+        raise WorkflowError(
+            f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: cudagraph needs a GPU"
+        )
+
+
+check_inference_points("precisions", INFERENCE["precisions"], INFERENCE["modes"])
+check_inference_points(
+    "extra_points",
+    [point["precision"] for point in INFERENCE_EXTRA],
+    [point["mode"] for point in INFERENCE_EXTRA],
+)
+
+# DeiT's points: every model at every batch, precision and mode, then the extra points not among them,
+# as lists of equal length for expand(..., zip, ...).
+DEIT_COMBINATIONS = list(
+    itertools.product(
+        INFERENCE["vit_models"],
+        INFERENCE["batch_sizes"],
+        INFERENCE["precisions"],
+        INFERENCE["modes"],
+    )
+)
+for point in INFERENCE_EXTRA:
+    extra = (point["model"], point["batch"], point["precision"], point["mode"])
+    if extra not in DEIT_COMBINATIONS:
+        DEIT_COMBINATIONS.append(extra)
 DEIT_POINTS = dict(
-    vit_model=INFERENCE["vit_models"],
-    batch=INFERENCE["batch_sizes"],
-    precision=INFERENCE["precisions"],
-    mode=INFERENCE["modes"],
+    zip(["vit_model", "batch", "precision", "mode"], map(list, zip(*DEIT_COMBINATIONS)))
 )
 # BERT's (model, sequence length) pairs: the profile's bert_points where it names them (the pairs the
 # published claims use), else every model at every length; then each at every batch, precision and mode,
@@ -54,9 +78,10 @@ BERT_POINTS = dict(
 )
 
 
-# Say up front roughly how long a long sweep takes: start-up, idle baseline, timing and energy window
-# per point, and about a minute of compilation per compiled point; cool-down waits come on top.
-INFERENCE_POINTS = math.prod(map(len, DEIT_POINTS.values())) + len(BERT_COMBINATIONS)
+# Say up front roughly how long a long sweep takes: start-up, idle and active-idle baselines, timing and
+# energy window per point, and about a minute of compilation per compiled point; cool-down waits come on
+# top.
+INFERENCE_POINTS = len(DEIT_COMBINATIONS) + len(BERT_COMBINATIONS)
 INFERENCE_WINDOW_S = max(
     config["telemetry"]["min_energy_window_s"], INFERENCE_RUN["energy_window_s"]
 )
@@ -65,6 +90,7 @@ INFERENCE_MINUTES = (
     * (
         15
         + config["telemetry"]["idle_seconds"]
+        + config["telemetry"]["active_idle_seconds"]
         + 1.5 * INFERENCE_RUN["min_run_time_s"]
         + INFERENCE_WINDOW_S
         + 60 * ("compile" in INFERENCE["modes"]) / len(INFERENCE["modes"])
@@ -88,10 +114,12 @@ wildcard_constraints:
     mode="eager|compile|cudagraph",
 
 
-# Timing and energy-window options of every `gpurepro infer` job.
+# Timing, energy-window and active-idle options of every `gpurepro infer` job (the other studies measure
+# no active idle, so the flag is not among every study's measurement_flags).
 INFERENCE_FLAGS = (
     f"--gpu {JOB_GPU} --min-run-time {INFERENCE_RUN['min_run_time_s']} "
-    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_WINDOW_S)}"
+    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_WINDOW_S)} "
+    f"--active-idle-seconds {config['telemetry']['active_idle_seconds']}"
 )
 
 
@@ -144,8 +172,8 @@ rule infer_bert:
 # are inputs too.
 rule inference_deit:
     input:
-        tables=expand(rules.infer_deit.output.table, **DEIT_POINTS),
-        traces=expand(rules.infer_deit.output.trace, **DEIT_POINTS),
+        tables=expand(rules.infer_deit.output.table, zip, **DEIT_POINTS),
+        traces=expand(rules.infer_deit.output.trace, zip, **DEIT_POINTS),
     output:
         f"{RESULTS}/tables/inference_deit.csv",
     log:

@@ -1,6 +1,6 @@
 """`gpurepro infer vit|bert`: latency (torch.utils.benchmark) and energy per inference of DeiT and BERT,
 as the original `vit_infer.py -m deit-b` and `bert_infer.py -m bert-b -s 128`, under the shared harness
-(cool-down, idle baseline, telemetry, a separate NVML energy window)."""
+(cool-down, idle baseline, active idle, telemetry, a separate NVML energy window)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from .. import nvml
 from ..errors import GpureproError
 from ..inference.models import BERT_MAX_SEQ_LEN, BERT_MODELS, VIT_MODELS, BuiltModel, build_bert, build_vit
-from ..inference.modes import MODES, PRECISIONS, PointFailed
+from ..inference.modes import MODES, PRECISIONS, PointFailed, cast_protocol
 from ..measure_job import Target, record_failure, resolve_target, run_job
 from .options import add_measurement_options, gpu_or_cpu, positive_int
 
@@ -44,7 +44,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         "--warmup", type=int, default=10, help="untimed inferences after compile/capture (default 10)"
     )
     parser.add_argument("--run", type=positive_int, default=1, help="run number, when a point is repeated")
-    add_measurement_options(parser)
+    add_measurement_options(parser, active_idle=True)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -121,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         describe.update(batch_size=args.batch_size, seq_len=args.seq_len)
     describe.update(precision=precision, mode=args.mode, run=args.run, min_run_time_s=args.min_run_time)
     label = ", ".join(f"{key} {describe[key]}" for key in describe if key not in ("family", "min_run_time_s"))
+    # in every raw row and the sidecar, failed points too: how weights were cast (modes.py)
+    describe["cast_protocol"] = cast_protocol(args.mode, precision)
 
     # Imported here: torch.utils.benchmark pulls in the C++ extension machinery, which every other
     # `gpurepro` command can do without.

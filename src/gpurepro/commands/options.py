@@ -29,6 +29,13 @@ def positive_int(value: str) -> int:
     return number
 
 
+def non_negative_float(value: str) -> float:
+    number = float(value)
+    if not number >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return number
+
+
 def add_config_hash_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The workflow passes its config hash in the environment, not on the command line, so that changing
     an unrelated config key does not make Snakemake rerun (and refuse to overwrite) finished measurements."""
@@ -61,8 +68,9 @@ def add_profile_options(parser: argparse.ArgumentParser | argparse._ArgumentGrou
     )
 
 
-def add_measurement_options(parser: argparse.ArgumentParser) -> None:
-    """Profile check, output files and telemetry settings of a measuring subcommand."""
+def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool = False) -> None:
+    """Profile check, output files and telemetry settings of a measuring subcommand; `active_idle` for
+    the subcommands whose workload measures an active idle (harness.Workload.active_idle)."""
     group = parser.add_argument_group("measurement")
     add_profile_options(group)
     group.add_argument("--out", help="raw per-rep CSV (with a provenance sidecar); default: print to stdout")
@@ -81,6 +89,14 @@ def add_measurement_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--idle-seconds", type=float, default=defaults.idle_seconds)
     group.add_argument("--energy-window-s", type=float, default=defaults.min_energy_window_s)
     group.add_argument("--cooldown-max-wait-s", type=float, default=defaults.cooldown_max_wait_s)
+    if active_idle:
+        group.add_argument(
+            "--active-idle-seconds",
+            type=non_negative_float,
+            default=defaults.active_idle_seconds,
+            help="seconds of active idle (model built and warm, device at rest) in an energy window of its "
+            f"own, after the model is prepared (default {defaults.active_idle_seconds:g})",
+        )
 
 
 def telemetry_settings(args: argparse.Namespace) -> TelemetrySettings:
@@ -90,4 +106,6 @@ def telemetry_settings(args: argparse.Namespace) -> TelemetrySettings:
         min_energy_window_s=args.energy_window_s,
         cooldown_max_wait_s=args.cooldown_max_wait_s,
         sampler=args.sampler,
+        # only the subcommands whose workload measures an active idle take the option
+        active_idle_seconds=getattr(args, "active_idle_seconds", TelemetrySettings.active_idle_seconds),
     )

@@ -9,7 +9,10 @@ the Timer's own summary. The Timer is handed our clock, which synchronises the d
 wall-clock time, so every block gets host bounds (t_start_unix_s, t_end_unix_s) to line up telemetry.
 
 Energy is not taken here: the harness runs the Workload's `operation` (one inference) back to back over
-a separate window of `--energy-window-s` seconds and reads NVML's energy counter around it.
+a separate window of `--energy-window-s` seconds and reads NVML's energy counter around it, after an
+active idle (the model built and warm, the device at rest) in a window of its own. The timed blocks and
+the energy window each run inside one region of the runner (modes.py: one autocast region with its cast
+cache for eager fp16/bf16, as the artifact timed its model).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from torch.utils import benchmark
 
 from ..harness import Workload
 from .models import BuiltModel
-from .modes import build_runner
+from .modes import Runner, build_runner
 
 
 class StampingClock:
@@ -99,22 +102,26 @@ def inference_workload(
     warmup: int,
     label: str,
 ) -> Workload:
-    """Build the model, check the mode's output against eager, and hand the harness the timed blocks and
-    one inference for its energy window. Called inside the harness, after the idle baseline."""
+    """Build the model, check the mode's output against eager, and hand the harness the timed blocks, one
+    inference for its energy window, the runner's region around both, and a request for an active idle.
+    Called inside the harness, after the idle baseline."""
     model = build()
     device = model.example.device
     synchronize = synchronizer(device)
     eager = build_runner(model.forward, model.example, "eager", precision)
     reference = eager().clone()
-    run = eager if mode == "eager" else build_runner(model.forward, model.example, mode, precision, warmup)
+    run: Runner = (
+        eager if mode == "eager" else build_runner(model.forward, model.example, mode, precision, warmup)
+    )
     if mode == "eager":
-        for _ in range(warmup):
-            run()
+        with run.region():
+            for _ in range(warmup):
+                run()
     difference = max_abs_diff(run(), reference)
     synchronize()
     print(
         f"{label}: {model.architecture} ({model.parameters / 1e6:.1f} M parameters, {model.library}), "
-        f"output vs eager: max abs difference {difference:.3g}",
+        f"casts: {run.cast_protocol}, output vs eager: max abs difference {difference:.3g}",
         file=sys.stderr,
     )
 
@@ -127,4 +134,4 @@ def inference_workload(
         blocks["reason"] = ""
         return blocks
 
-    return Workload(timed_reps, run, synchronize)
+    return Workload(timed_reps, run, synchronize, active_idle=True, region=run.region)

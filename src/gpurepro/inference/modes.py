@@ -7,8 +7,23 @@
   `torch.cuda.graph`) and replayed on the same static input: one launch per inference.
 
 The gap between eager and cudagraph at batch 1 is the launch overhead the original's numbers carried.
-Autocast runs with `cache_enabled=False`, which CUDA graph capture requires; with one forward per
-autocast region the cast cache would save nothing anyway, so all modes do the same casts.
+
+Autocast follows the inference artifact, which timed `model(x)` inside one `torch.cuda.amp.autocast()`
+region: its cast cache (on by default) casts each FP32 weight to fp16 on its first use in the region and
+reuses that copy after. How a mode does so is its cast protocol, recorded with every point:
+
+- `region_cached` (eager): the harness enters the runner's `region()`, one autocast region with its
+  cache, once around the timed blocks and once around the energy window, and the forward runs inside it
+  without entering autocast again. A region per call, with the cache off, re-casts every weight on every
+  inference (DeiT-B at batch 1 on an H100: 8.80 ms instead of the artifact's 5.00 ms). A call made
+  outside the region (the eager reference, the output check) enters a region of its own for that call.
+- `cast_before_capture` (cudagraph): the warm-up calls run in an autocast region with its cache, so the
+  weights are cast there, before capture; the capture, inside the same region, finds them in the cache,
+  so the graph holds no weight casts and a replay casts only the input. The graph reads the cached
+  copies, which must outlive it: see `_keep_cast_cache`.
+- `compiled` (compile): autocast per call with its cache off, inside the compiled function, as before;
+  the casts are part of what Inductor compiles.
+- `none`: fp32 and tf32 cast nothing.
 
 A failure of the compiler or of graph capture raises PointFailed with the reason, so a sweep records
 the point as failed instead of stopping.
@@ -16,19 +31,39 @@ the point as failed instead of stopping.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from typing import Any
 
 import torch
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 AUTOCAST = {"fp16": torch.float16, "bf16": torch.bfloat16}
 MODES = ("eager", "compile", "cudagraph")
+# The cast protocol of each mode under fp16/bf16 autocast (module docstring); "none" under fp32/tf32.
+CAST_PROTOCOLS = {"eager": "region_cached", "cudagraph": "cast_before_capture", "compile": "compiled"}
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
+RegionFactory = Callable[[], AbstractContextManager[Any]]
 
 
 class PointFailed(Exception):
     """This point (model, shape, precision, mode) cannot be measured here; the message says why."""
+
+
+def _autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of a precision, None for fp32/tf32; a clear error for an unknown precision."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return AUTOCAST.get(precision)
+
+
+def cast_protocol(mode: str, precision: str) -> str:
+    """How weights are cast to the autocast dtype at this mode and precision (module docstring)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return CAST_PROTOCOLS[mode] if _autocast_dtype(precision) is not None else "none"
 
 
 def set_matmul_precision(precision: str) -> None:
@@ -39,11 +74,19 @@ def set_matmul_precision(precision: str) -> None:
     torch.backends.cudnn.allow_tf32 = allow
 
 
+def autocast_region(precision: str, device_type: str) -> RegionFactory:
+    """A factory of autocast regions with their cast cache for fp16/bf16 (each region casts a weight once);
+    of empty regions for fp32/tf32."""
+    dtype = _autocast_dtype(precision)
+    if dtype is None:
+        return nullcontext
+    return functools.partial(torch.autocast, device_type, dtype=dtype, cache_enabled=True)
+
+
 def with_precision(forward: Forward, precision: str, device_type: str) -> Forward:
-    """The forward under autocast for fp16/bf16; unchanged for fp32/tf32."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    dtype = AUTOCAST.get(precision)
+    """The forward in an autocast region of its own per call, cache off, for fp16/bf16 (the `compiled`
+    protocol: torch.compile traces the region with the forward); unchanged for fp32/tf32."""
+    dtype = _autocast_dtype(precision)
     if dtype is None:
         return forward
 
@@ -52,6 +95,51 @@ def with_precision(forward: Forward, precision: str, device_type: str) -> Forwar
             return forward(x)
 
     return autocast_forward
+
+
+class Runner:
+    """One inference on a fixed input: call it for the output tensor (for cudagraph, the graph's static
+    output, overwritten by each replay). `region()` is what the harness enters around its timed blocks
+    and its energy window (harness.Workload.region): one autocast region with its cast cache for eager
+    fp16/bf16, an empty one otherwise. `close()` releases what the runner holds (a graph and the cast
+    weights it reads); call it, if at all, on the thread that built the runner and outside any autocast
+    region. Without it they are held until the process ends, as a measuring job wants."""
+
+    def __init__(
+        self,
+        call: Callable[[], torch.Tensor],
+        protocol: str,
+        region: RegionFactory = nullcontext,
+        resources: ExitStack | None = None,
+    ) -> None:
+        self._call: Callable[[], torch.Tensor] | None = call
+        self.cast_protocol = protocol
+        self._region = region
+        self._resources = resources if resources is not None else ExitStack()
+        self._open_regions = 0
+
+    @contextmanager
+    def region(self) -> Iterator[None]:
+        with self._region():
+            self._open_regions += 1
+            try:
+                yield
+            finally:
+                self._open_regions -= 1
+
+    def __call__(self) -> torch.Tensor:
+        if self._call is None:
+            raise RuntimeError(f"this {self.cast_protocol} runner is closed: build another one")
+        if self._open_regions or self._region is nullcontext:
+            return self._call()
+        with self.region():  # a call on its own: a region (and cast cache) for this one call
+            return self._call()
+
+    def close(self) -> None:
+        """Forget the call (so a graph is never replayed again), then release the resources in reverse."""
+        if self._call is not None:
+            self._call = None
+            self._resources.close()
 
 
 def _no_grad(forward: Forward, x: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -75,29 +163,59 @@ def _compiled(forward: Forward, x: torch.Tensor, warmup: int) -> Callable[[], to
     return run
 
 
-def _cuda_graph(forward: Forward, x: torch.Tensor, warmup: int) -> Callable[[], torch.Tensor]:
+def _keep_cast_cache(resources: ExitStack, device: torch.device) -> None:
+    """Keep the autocast cast cache, and so the cast weights a graph captured from it reads, until
+    `resources` close.
+
+    torch drops the cache (and frees the cached copies) when the outermost autocast region of a thread
+    ends, and only then. So an autocast region that casts nothing (enabled=False) is opened here and held
+    open by `resources`: the capture region inside it ends without dropping the cache, no op of the thread
+    runs under autocast because of it, and the cached copies stay referenced by the cache, so the caching
+    allocator cannot hand their memory to anything else while the graph may be replayed. On close, the
+    device is synchronised first (no replay still reading them), then the region ends and the cache goes.
+    """
+    resources.enter_context(torch.autocast(device.type, enabled=False, cache_enabled=True))
+    if device.type == "cuda":
+        resources.callback(torch.cuda.synchronize, device)
+
+
+def _capture(forward: Forward, x: torch.Tensor, warmup: int) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """Warm up on a side stream (lazy initialisation: cuBLAS handles, workspaces, and the cast cache where
+    an autocast region is open), then capture one forward."""
+    side = torch.cuda.Stream(device=x.device)
+    side.wait_stream(torch.cuda.current_stream(x.device))
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(max(warmup, 1)):
+            forward(x)
+    torch.cuda.current_stream(x.device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        static_output = forward(x)
+    return graph, static_output
+
+
+def _cuda_graph(forward: Forward, x: torch.Tensor, precision: str, warmup: int) -> Runner:
     if x.device.type != "cuda":
         raise PointFailed("cudagraph mode replays a CUDA graph: it needs a GPU")
+    protocol = cast_protocol("cudagraph", precision)
+    resources = ExitStack()
     try:
-        side = torch.cuda.Stream(device=x.device)
-        side.wait_stream(torch.cuda.current_stream(x.device))
-        with torch.cuda.stream(side), torch.no_grad():
-            for _ in range(max(warmup, 1)):  # lazy initialisation (cuBLAS handles, workspaces) first
-                forward(x)
-        torch.cuda.current_stream(x.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.no_grad(), torch.cuda.graph(graph):
-            static_output = forward(x)
+        if protocol != "none":
+            _keep_cast_cache(resources, x.device)
+        with autocast_region(precision, x.device.type)():
+            graph, static_output = _capture(forward, x, warmup)
     except torch.OutOfMemoryError:
+        resources.close()
         raise
     except Exception as err:  # e.g. an op that synchronises with the host during capture
+        resources.close()
         raise PointFailed(f"CUDA graph capture failed: {type(err).__name__}: {_first_line(err)}") from err
 
     def replay() -> torch.Tensor:
         graph.replay()
         return static_output
 
-    return replay
+    return Runner(replay, protocol, resources=resources)
 
 
 def _first_line(err: BaseException) -> str:
@@ -105,18 +223,13 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0][:300] if text else "(no message)"
 
 
-def build_runner(
-    forward: Forward, x: torch.Tensor, mode: str, precision: str, warmup: int = 3
-) -> Callable[[], torch.Tensor]:
-    """A no-argument callable that runs one inference on `x` and returns its output tensor (for
-    cudagraph, the graph's static output, overwritten by each replay). Compilation and capture happen
-    here, with `warmup` untimed calls, so the timed calls see a ready model."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+def build_runner(forward: Forward, x: torch.Tensor, mode: str, precision: str, warmup: int = 3) -> Runner:
+    """A Runner of one inference on `x` in this mode and precision. Compilation and capture happen here,
+    with `warmup` untimed calls, so the timed calls see a ready model."""
+    protocol = cast_protocol(mode, precision)
     set_matmul_precision(precision)
-    forward = with_precision(forward, precision, x.device.type)
     if mode == "eager":
-        return _no_grad(forward, x)
+        return Runner(_no_grad(forward, x), protocol, autocast_region(precision, x.device.type))
     if mode == "compile":
-        return _compiled(forward, x, warmup)
-    return _cuda_graph(forward, x, warmup)
+        return Runner(_compiled(with_precision(forward, precision, x.device.type), x, warmup), protocol)
+    return _cuda_graph(forward, x, precision, warmup)

@@ -1,9 +1,18 @@
 """Aggregate raw inference files into a tidy long table: one row per (point, metric, statistic).
 
-A point is (model, sequence length for BERT, batch size, precision, mode, run). Latency statistics are
-over the Timer's blocks (each a mean of back-to-back inferences; see measure.py); energy comes from the
-sidecar's energy window, throttle reasons from the reps and from the samples of the energy window in the
-trace saved beside the raw file. A failed point keeps one row, with its status and reason.
+A point is (model, sequence length for BERT, batch size, precision, mode, run); its rows also carry
+`cast_protocol` (how weights were cast under autocast, inference/modes.py; empty for files older than
+it). Latency statistics are over the Timer's blocks (each a mean of back-to-back inferences; see
+measure.py); energy comes from the sidecar's energy window, throttle reasons from the reps and from the
+samples of the energy window in the trace saved beside the raw file. A failed point keeps one row, with
+its status and reason.
+
+Power is reported above two rests: the idle before the CUDA context existed (`power_above_idle`, as the
+published artifacts report it) and the active idle, with the model built and warm in a live context
+(`power_above_active_idle`): on an H100 the context alone holds about 55 W above true idle. The interval
+of the latter is a bootstrap over 0.5 s sub-windows of both windows, read from the trace's energy
+counter, around the whole windows' difference. Files written before the active idle existed still
+aggregate, with NaN in its rows.
 """
 
 from __future__ import annotations
@@ -17,12 +26,29 @@ import pandas as pd
 
 from ..nvml import THROTTLE_MASK, describe_reasons
 from ..results import read_sidecar
+from ..stats import difference_interval
 from ..tables import describe, long_frame, point_keys, single
+from ..telemetry.energy import subwindow_powers
 
 POINT_KEYS = ["family", "model", "seq_len", "batch_size", "precision", "mode", "run"]
 MODEL_ORDER = ["deit-t", "deit-s", "deit-b", "bert-b", "bert-l"]
 PRECISION_ORDER = ["fp32", "tf32", "fp16", "bf16"]
 MODE_ORDER = ["eager", "compile", "cudagraph"]
+# Sub-windows of the energy and active-idle windows whose powers give power_above_active_idle its interval:
+# five updates of NVML's energy counter (about every 100 ms) each.
+SUBWINDOW_S = 0.5
+# Medians per window in the sidecar (harness.WINDOW_MEDIANS): (metric, sidecar name, unit).
+WINDOW_MEDIAN_METRICS = [
+    ("sm_clock", "sm_clock_mhz", "MHz"),
+    ("memory_clock", "memory_clock_mhz", "MHz"),
+    ("gpu_utilization", "utilization_pct", "%"),
+]
+# The sidecar's windows and the statistic names of their medians.
+WINDOW_STATISTICS = {
+    "idle": "idle_median",
+    "active_idle": "active_idle_median",
+    "energy": "energy_window_median",
+}
 
 
 def trace_path(raw: Path | str) -> Path:
@@ -31,12 +57,14 @@ def trace_path(raw: Path | str) -> Path:
     return raw.with_name(f"{raw.stem}.telemetry.csv")
 
 
-def _energy_window_reasons(raw: Path | str, device: str) -> tuple[list[str], float]:
-    """Clock-event reasons seen in the energy window's samples, and the fraction of them throttled."""
+def _read_trace(raw: Path | str) -> pd.DataFrame:
+    """The trace beside a raw file; empty where there is none."""
     path = trace_path(raw)
-    if not path.is_file():
-        return [], math.nan
-    trace = pd.read_csv(path)
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame()
+
+
+def _energy_window_reasons(trace: pd.DataFrame, device: str) -> tuple[list[str], float]:
+    """Clock-event reasons seen in the energy window's samples, and the fraction of them throttled."""
     if trace.empty or "phase" not in trace:
         return [], math.nan
     window = trace[(trace["phase"] == "energy") & (trace["device"].astype(str) == device)]
@@ -54,7 +82,49 @@ def _reasons_of_reps(reps: pd.DataFrame) -> list[str]:
 
 
 def _keys(reps: pd.DataFrame, sidecar: dict[str, Any], path: Path | str) -> dict[str, Any]:
-    return point_keys("inference", reps, sidecar, path, POINT_KEYS)
+    return point_keys("inference", reps, sidecar, path, [*POINT_KEYS, "cast_protocol"])
+
+
+def _window_powers(trace: pd.DataFrame, device: str, window: dict[str, Any]) -> np.ndarray:
+    """Powers of the window's whole sub-windows; empty without counter readings or window bounds."""
+    start, end = window.get("start_unix_s", math.nan), window.get("end_unix_s", math.nan)
+    if trace.empty or "energy_j" not in trace or not (math.isfinite(start) and math.isfinite(end)):
+        return np.empty(0)
+    return subwindow_powers(trace, device, start, end, SUBWINDOW_S)
+
+
+def _active_idle_rows(
+    trace: pd.DataFrame, device: str, energy: dict[str, Any], active: dict[str, Any], batch: int
+) -> list[dict[str, Any]]:
+    """Active-idle power, the energy window's power above it with its sub-window interval, and the energy
+    per inference and per sample above it (NaN where the sidecar has no active idle or no energy)."""
+    power = active.get("power_w", math.nan)
+    mean = energy.get("avg_power_w", math.nan) - power
+    interval = difference_interval(
+        _window_powers(trace, device, energy), _window_powers(trace, device, active)
+    )
+    # The bootstrap over sub-windows gives the spread; the counter read at the whole windows' bounds gives
+    # the point. The sub-windows interpolate the sampled counter (it steps about every 100 ms) and leave a
+    # last partial one out, so their own mean can sit a few W off the point (2.5 W for DeiT-B eager on an
+    # H100): the interval keeps its bootstrap offsets around the point, so it always holds it.
+    per_op = energy.get("energy_per_op_above_active_idle_j", math.nan)
+    return [
+        single("active_idle_power", power, "W"),
+        single("power_above_active_idle", mean, "W", "mean"),
+        single("power_above_active_idle", mean - (interval.value - interval.low), "W", "ci_low"),
+        single("power_above_active_idle", mean + (interval.high - interval.value), "W", "ci_high"),
+        single("energy_per_inference", per_op, "J", "above_active_idle"),
+        single("energy_per_sample", per_op / batch, "J", "above_active_idle"),
+    ]
+
+
+def _window_median_rows(medians: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """Median SM clock, memory clock and utilisation of the idle, active-idle and energy windows."""
+    return [
+        single(metric, medians.get(window, {}).get(name, math.nan), unit, statistic)
+        for metric, name, unit in WINDOW_MEDIAN_METRICS
+        for window, statistic in WINDOW_STATISTICS.items()
+    ]
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:
@@ -78,6 +148,7 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
     rows.append(single("clock_event_reasons_latency", float(len(reasons)), "|".join(reasons) or "none"))
 
     measurement = sidecar.get("measurement", {})
+    trace = _read_trace(path)
     idle = measurement.get("idle", {}).get(keys["device"], {})
     rows.append(single("idle_power", idle.get("power_w", math.nan), "W"))
     energy = measurement.get("energy", {}).get(keys["device"])
@@ -98,7 +169,10 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
     rows.append(single("energy_per_inference", above, "J", "above_idle"))
     rows.append(single("energy_per_sample", per_op / batch, "J", "gross"))
     rows.append(single("energy_per_sample", above / batch, "J", "above_idle"))
-    window_reasons, throttled = _energy_window_reasons(path, keys["device"])
+    active = measurement.get("active_idle", {}).get(keys["device"], {})
+    rows += _active_idle_rows(trace, keys["device"], energy or {}, active, batch)
+    rows += _window_median_rows(measurement.get("window_medians", {}).get(keys["device"], {}))
+    window_reasons, throttled = _energy_window_reasons(trace, keys["device"])
     rows.append(single("throttled_samples_energy_window", throttled, "fraction"))
     rows.append(
         single(

@@ -18,6 +18,7 @@ _HOMES = {
     "IdleBaseline": "energy",
     "idle_baseline": "energy",
     "measure_idle": "energy",
+    "subwindow_powers": "energy",
     "window_from_trace": "energy",
     "ProcessSampler": "process",
     "Sampler": "sampler",

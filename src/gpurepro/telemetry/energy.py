@@ -90,6 +90,15 @@ class EnergyMeter:
         return windows
 
 
+def _counter_readings(samples: pd.DataFrame, device: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(times, joules) of one device's energy counter readings in a trace; None with fewer than two, which
+    cannot be interpolated."""
+    mine = samples[(samples["device"].astype(str) == device) & samples["energy_j"].notna()]
+    if len(mine) < 2:
+        return None
+    return mine["time_unix_s"].to_numpy(dtype=float), mine["energy_j"].to_numpy(dtype=float)
+
+
 def window_from_trace(
     samples: pd.DataFrame,
     device: str,
@@ -101,8 +110,8 @@ def window_from_trace(
     """Energy between two instants from the energy counter column of a sampled trace, interpolated
     between samples. For work whose boundaries another process reports (a CUDA binary's per-rep
     timestamps), where begin_window/end_window cannot be called at the right moments."""
-    mine = samples[(samples["device"] == device) & samples["energy_j"].notna()]
-    if len(mine) < 2:
+    readings = _counter_readings(samples, device)
+    if readings is None:
         return EnergyWindow(
             device,
             start_unix_s,
@@ -112,7 +121,7 @@ def window_from_trace(
             False,
             "no energy counter readings in the trace",
         )
-    times, energy = mine["time_unix_s"].to_numpy(), mine["energy_j"].to_numpy()
+    times, energy = readings
     joules = float(np.interp(end_unix_s, times, energy) - np.interp(start_unix_s, times, energy))
     reliable = end_unix_s - start_unix_s >= min_window_s
     note = (
@@ -126,15 +135,34 @@ def window_from_trace(
     return EnergyWindow(device, start_unix_s, end_unix_s, joules, method, reliable, note)
 
 
+def subwindow_powers(
+    samples: pd.DataFrame, device: str, start_unix_s: float, end_unix_s: float, width_s: float = 0.5
+) -> np.ndarray:
+    """Average power of each whole `width_s` sub-window of [start, end] from the trace's energy counter,
+    interpolated at the sub-window bounds as in window_from_trace: a sample of powers whose spread gives
+    a window's average an interval. Empty where the trace has no counter readings or the window is
+    shorter than one sub-window; a last, partial sub-window is left out."""
+    readings = _counter_readings(samples, device)
+    count = int((end_unix_s - start_unix_s) // width_s) if width_s > 0 else 0
+    if readings is None or count < 1:
+        return np.empty(0)
+    bounds = start_unix_s + width_s * np.arange(count + 1)
+    return np.diff(np.interp(bounds, *readings)) / width_s
+
+
 @dataclass(frozen=True)
 class IdleBaseline:
-    """Power and temperature of a device doing nothing, measured before the workload."""
+    """Power and temperature of a device at rest: before the workload exists (idle), or with the workload
+    built and warm in a live context (active idle)."""
 
     device: str
     power_w: float
     temperature_c: float
     seconds: float
     method: str
+    # The window's bounds, so its samples can be found in the trace again (sub-window powers).
+    start_unix_s: float = math.nan
+    end_unix_s: float = math.nan
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,8 +175,9 @@ def idle_baseline(samples: pd.DataFrame, window: EnergyWindow) -> IdleBaseline:
         power, method = window.avg_power_w, window.method
     else:
         power, method = float(samples["power_w"].median()), "median_of_samples"
+    temperature = float(samples["temperature_c"].median())
     return IdleBaseline(
-        window.device, power, float(samples["temperature_c"].median()), window.duration_s, method
+        window.device, power, temperature, window.duration_s, method, window.start_unix_s, window.end_unix_s
     )
 
 
