@@ -1,12 +1,17 @@
-"""Shared fixtures: the checkout's root, and a skip marker for tests that need a real NVIDIA GPU."""
+"""Shared fixtures: the checkout's root, a skip marker for tests that need a real NVIDIA GPU, and the rule
+for what pip installs: a test may skip for what this machine cannot have (a GPU, MPS, a driver, DCGM),
+never, under CI, for a package the registries provide."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
@@ -18,6 +23,30 @@ if not HAVE_GPU:  # Triton kernels (gpurepro.hfta.conv_triton) run in Triton's i
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"needs an NVIDIA GPU: {NO_GPU_REASON}")
+
+INSTALL_HINT = "pip install -e '.[test]'"
+
+
+def in_ci() -> bool:
+    """CI=true (.ci/run sets it, as CI services do): there the project was installed with '.[test]'."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing_installable(what: str, hint: str = INSTALL_HINT) -> NoReturn:
+    """Skip a test that needs `what`, which pip installs; under CI fail it instead: after '.[test]' a
+    missing package is a broken install or dependency list, and a skip would hide it (issue 31)."""
+    message = f"missing: {what}; install it: {hint}"
+    if in_ci():
+        pytest.fail(f"{message} (CI=true: what pip installs is never skipped)", pytrace=False)
+    pytest.skip(message)
+
+
+def import_installable(module: str, hint: str = INSTALL_HINT) -> ModuleType:
+    """pytest.importorskip for a module of the project's dependencies or extras: fails under CI."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing_installable(f"Python module {module} ({err})", hint)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,13 +21,13 @@ import torch
 
 from gpurepro import cli
 from gpurepro.errors import GpureproError
-from gpurepro.results import read_sidecar
+from gpurepro.results import read_sidecar, sidecar_path
 from gpurepro.training import launch
 from gpurepro.training.batches import DataOptions, make_batches, plan_data
 from gpurepro.training.loop import TrainSettings
 from gpurepro.training.model import loss_function
 from gpurepro.training.noise import noise_during
-from gpurepro.training.plan import usable_gpu_counts, workers_per_process
+from gpurepro.training.plan import ddp_precisions, ddp_runs, usable_gpu_counts, workers_per_process
 from gpurepro.training.processes import background_process
 
 from .conftest import HAVE_GPU, needs_gpu, run_gpurepro
@@ -120,6 +121,48 @@ def test_ddp_table_and_plot(runs: dict[int, Path], tmp_path: Path) -> None:
     assert value(2, "throughput", "per_gpu") == pytest.approx(two / 2)
     assert cli.main(["plot", "ddp", str(table_path), "--out", str(plot_path)]) == 0
     assert plot_path.read_bytes()[:4] == b"\x89PNG"
+
+
+def _as_precision(raw: Path, precision: str, folder: Path, speed: float) -> Path:
+    """A copy of a raw run relabelled `precision` and `speed` times as fast: a compared 1-GPU point
+    (tf32 beside AMP) without training again."""
+    rows = pd.read_csv(raw).assign(precision=precision)
+    rows["seconds"] = rows["seconds"] / speed
+    out = folder / raw.name.replace("1gpu", f"{precision}_1gpu")
+    rows.to_csv(out, index=False)
+    shutil.copy(sidecar_path(raw), sidecar_path(out))
+    return out
+
+
+def test_ddp_table_keeps_a_compared_precision_apart(runs: dict[int, Path], tmp_path: Path) -> None:
+    """A 1-GPU tf32 run beside the scaling series: its own rows, its speedup against itself, and the
+    series' rows exactly as without it."""
+    tf32 = _as_precision(runs[1], "tf32", tmp_path, speed=2.0)
+    alone, both = tmp_path / "alone.csv", tmp_path / "both.csv"
+    assert cli.main(["aggregate", "ddp", str(runs[1]), str(runs[2]), "--out", str(alone)]) == 0
+    assert cli.main(["aggregate", "ddp", str(runs[1]), str(runs[2]), str(tf32), "--out", str(both)]) == 0
+    alone_rows, both_rows = pd.read_csv(alone), pd.read_csv(both)
+    series = both_rows[both_rows["precision"] == "fp32"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(series, alone_rows)
+    compared = both_rows[both_rows["precision"] == "tf32"].set_index(["metric", "statistic"])["value"]
+    assert set(both_rows.loc[both_rows["precision"] == "tf32", "gpus"]) == {1}
+    fp32_one = alone_rows.set_index(["gpus", "metric", "statistic"]).loc[(1, "throughput", "total"), "value"]
+    assert compared[("throughput", "total")] == pytest.approx(2 * fp32_one)
+    assert compared[("speedup_vs_1_gpu", "value")] == pytest.approx(1.0)
+    plot_path = tmp_path / "ddp.png"
+    assert cli.main(["plot", "ddp", str(both), "--out", str(plot_path)]) == 0
+    assert plot_path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ddp_plan_adds_one_gpu_runs_of_the_compared_precisions() -> None:
+    train = {"precision": "fp16", "compare_precisions": ["tf32"]}
+    main, compared = ddp_precisions(train, ["fp32", "tf32", "fp16", "bf16"])
+    assert ddp_runs([1, 2, 4], main, compared) == [(1, "fp16"), (2, "fp16"), (4, "fp16"), (1, "tf32")]
+    assert ddp_precisions({"precision": "fp32"}, ["fp32"]) == ("fp32", [])
+    with pytest.raises(GpureproError, match=r"key train.compare_precisions: tf32 is not in the profile's"):
+        ddp_precisions(train, ["fp32", "fp16"])
+    with pytest.raises(GpureproError, match=r"repeats train.precision fp16"):
+        ddp_precisions({"precision": "fp16", "compare_precisions": ["fp16"]}, ["fp16"])
 
 
 def test_out_of_memory_is_recorded_as_a_failed_point(tmp_path: Path, capsys) -> None:

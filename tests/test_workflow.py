@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .conftest import ROOT, run_snakemake
+from .conftest import ROOT, import_installable, run_snakemake
 
 DEVICES = ["cpu", "v100", "a100", "h100", "h200", "rtx6000", "t4"]
 
@@ -44,6 +44,12 @@ def test_dry_run_for_every_profile(device: str) -> None:
         assert f"results/{device}/inference/raw/bert/bert-l_s384_b32_fp16_compile.csv" in planned
     if device != "cpu" and shutil.which("nvcc"):
         assert "rule build_kernels:" in planned and f"results/{device}/sgemm/raw/tiled_n" in planned
+    # a TF32 ResNet-50 point beside the AMP series (NVIDIA's AMP-over-TF32 ratio) wherever a GPU has TF32
+    profile = yaml.safe_load((ROOT / "config" / "devices" / f"{device}.yaml").read_text())
+    has_tf32 = profile["kind"] == "gpu" and "tf32" in profile["precisions"]
+    assert (
+        re.search(rf"results/{device}/ddp/raw/resnet50_\S+_tf32_b\d+_1gpu\.csv", planned) is not None
+    ) == has_tf32
 
 
 def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
@@ -68,6 +74,25 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
         assert f"results/h100/{path}" in planned, path
     assert re.search(r"gpurepro sgemm 25536 \d+ 0 .*--out results/h100/variability/raw/", planned)
     assert "bert-l_s128" not in planned and "_2gpu.csv" not in planned
+
+
+def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp() -> None:
+    """NVIDIA's AMP-over-TF32 ResNet-50 ratio needs a TF32 run: one 1-GPU job at the series' settings but
+    the precision, aggregated into the ddp table beside the fp16 runs."""
+    result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    planned = result.stdout + result.stderr
+    raw = "results/h100/ddp/raw/resnet50_synthetic-224px_{}_b256_1gpu.csv"
+    commands = {
+        precision: re.search(
+            rf"gpurepro train resnet50 --gpus 0 (.*) --out {re.escape(raw.format(precision))}", planned
+        )
+        for precision in ("fp16", "tf32")
+    }
+    assert commands["fp16"] and commands["tf32"], "a 1-GPU fp16 or tf32 training job is not planned"
+    assert commands["tf32"][1] == commands["fp16"][1].replace("--precision fp16", "--precision tf32")
+    ddp_inputs = re.search(r"rule ddp:\n\s+input: (.*)\n", planned)[1].split(", ")
+    assert ddp_inputs == [raw.format("fp16"), raw.format("tf32")]
 
 
 @pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
@@ -148,7 +173,7 @@ def test_gpus_list_from_the_command_line_is_accepted() -> None:
 
 
 def test_slurm_profile_plans_one_gpu_per_job_without_slurm_installed() -> None:
-    pytest.importorskip("snakemake_executor_plugin_slurm")
+    import_installable("snakemake_executor_plugin_slurm")
     result = run_snakemake(
         "--profile", "profiles/slurm", "-n", "--config", "device=h100", "gpus=[0,1]", cwd=ROOT
     )  # fmt: skip
@@ -161,7 +186,7 @@ def test_slurm_profile_plans_one_gpu_per_job_without_slurm_installed() -> None:
 
 
 def test_cluster_needs_a_named_profile() -> None:
-    pytest.importorskip("snakemake_executor_plugin_slurm")
+    import_installable("snakemake_executor_plugin_slurm")
     result = run_snakemake("--profile", "profiles/slurm", "-n", cwd=ROOT)
     assert result.returncode != 0
     message = "device=auto with cluster.enabled: the GPUs are on the compute nodes, not here"
@@ -169,13 +194,13 @@ def test_cluster_needs_a_named_profile() -> None:
 
 
 def test_bad_claim_file_fails_before_any_job(workflow_copy: Path) -> None:
-    claims = workflow_copy / "config" / "expected" / "sc22_variability.yaml"
-    claims.write_text(claims.read_text().replace("relative: 0.05", "relative: -0.05", 1))
+    claims = workflow_copy / "config" / "expected" / "seed_power_variability.yaml"
+    claims.write_text(claims.read_text().replace("relative: 0.03", "relative: -0.03", 1))
     result = run_snakemake("-n", "--cores", "1", "--config", "device=v100", cwd=workflow_copy)
     assert result.returncode != 0
     assert (
-        "sc22_variability.yaml: key claims.0.tolerance.relative: -0.05 is less than the minimum of 0 "
-        "(claim sc22-v100-cublas-time-per-gpu)"
+        "seed_power_variability.yaml: key claims.0.tolerance.relative: -0.03 is less than the minimum of 0 "
+        "(claim seed-n25536-on-plateau)"
     ) in result.stdout + result.stderr
 
 
@@ -287,7 +312,7 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert verdict["detail"].str.startswith("no GPU in this run").all()
     page = (results / "verdict.md").read_text()
     assert page.index("## Per paper") < page.index("## Regression checks")
-    assert "| SC22 GPU variability (Sinha et al.) | **not measured** |" in page
+    assert "| SC22 GPU variability (Sinha et al.) | **not measured (0 of 2 claims testable here)** |" in page
     assert (results / "verdict.html").is_file()
     runtimes = pd.read_csv(results / "tables" / "runtimes.csv")
     assert {"sgemm", "variability"} <= set(runtimes["step"]) and "report" not in set(runtimes["step"])

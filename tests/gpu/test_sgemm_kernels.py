@@ -1,28 +1,36 @@
 """Tests of the CUDA SGEMM programs in kernels/ (gen_data, sgemm).
 
 Without nvcc everything is skipped. With nvcc but no GPU, the build (sm_70 and
-sm_90) and the host-only paths (--help, bad arguments, refused overwrite, the
-seed's sin/cos data) still run. With a GPU, products of both implementations
-are checked against float64 numpy references at small and awkward sizes.
+sm_90), its provenance and the host-only paths (--help, bad arguments, refused
+overwrite, the seed's sin/cos data) still run. With a GPU, products of both
+implementations are checked against float64 numpy references at small and
+awkward sizes.
 
-Set PYTHON=/path/to/python3 if cuBLAS/cuRAND come from that interpreter's
-nvidia-* wheels rather than from nvcc's toolkit, and SGEMM_BIN_DIR=dir to
-test binaries already built there.
+cuBLAS/cuRAND that nvcc's toolkit lacks come from the nvidia-* wheels of the
+Python running these tests ('.[test]' installs them through '.[kernels]'); set
+PYTHON=/path/to/python3 for another's, and SGEMM_BIN_DIR=dir to test binaries
+already built there. A build that finds no cuBLAS/cuRAND skips its tests with
+the Makefile's reason, and fails them under CI=true: pip provides both.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.conftest import missing_installable
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = ROOT / "kernels" / "Makefile"
@@ -40,6 +48,7 @@ CSV_HEADER = [
 ]
 UUID_RE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 EXIT_USAGE = 2
+KERNELS_HINT = "pip install -e '.[kernels]' (the nvidia-cublas and nvidia-curand wheels; '.[test]' has it)"
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found on PATH")
 
@@ -75,6 +84,27 @@ def nvcc_supports(arch: str) -> bool:
     return arch in proc.stdout.split()
 
 
+def make(*targets: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """make -f kernels/Makefile with PYTHON set to this interpreter, whose nvidia-* wheels '.[test]'
+    installed (PYTHON=... in the environment names another)."""
+    settings = {"PYTHON": os.environ.get("PYTHON", sys.executable), **variables}
+    return subprocess.run(
+        ["make", "-f", str(MAKEFILE), *(f"{key}={value}" for key, value in settings.items()), *targets],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def check_built(proc: subprocess.CompletedProcess[str]) -> None:
+    """A build without cuBLAS/cuRAND skips with the Makefile's reason and hint, and fails under CI;
+    any other failure fails."""
+    if proc.returncode != 0 and "not found under" in proc.stderr:
+        reason = re.sub(r"^.*?\*\*\* |\.?\s+Stop\.$", "", proc.stderr.strip().splitlines()[-1])
+        missing_installable(f"cuBLAS or cuRAND of the kernel build (make: {reason})", KERNELS_HINT)
+    assert proc.returncode == 0, f"make failed:\n{proc.stdout}\n{proc.stderr}"
+
+
 @pytest.fixture(scope="session")
 def builds(tmp_path_factory: pytest.TempPathFactory):
     """build(arch, full) -> build directory for arch, made once per session: with full,
@@ -90,15 +120,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory):
             pytest.skip(f"this nvcc cannot build {arch} (CUDA 13 dropped sm_70)")
         out = tmp_path_factory.mktemp(arch)
         target = "all" if full else f"{out}/obj/tiled_sgemm.o"
-        proc = subprocess.run(
-            ["make", "-f", str(MAKEFILE), f"ARCH={arch}", f"BUILD_DIR={out}", "-j8", target],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if proc.returncode != 0 and "not found under" in proc.stderr:
-            pytest.skip(f"cuBLAS/cuRAND not installed: {proc.stderr.strip().splitlines()[-1]}")
-        assert proc.returncode == 0, f"make failed:\n{proc.stdout}\n{proc.stderr}"
+        check_built(make("-j8", target, ARCH=arch, BUILD_DIR=str(out)))
         done[(arch, full)] = out
         return out
 
@@ -158,6 +180,38 @@ def test_build_compiles_without_spills(builds, arch: str, full: bool) -> None:
     fast = [(name, int(spill)) for name, spill in props if "sgemm_nn" in name and "Lb1E" in name]
     assert fast, f"no vectorised tiled kernels in the ptxas report for {arch}"
     assert all(spill == 0 for _, spill in fast), f"fast-path kernels spill on {arch}: {fast}"
+
+
+def test_build_records_the_toolkit_and_library_versions(builds) -> None:
+    """build.provenance.json names nvcc's release and, for cuBLAS and cuRAND, the file linked, its
+    version and whether the toolkit or a wheel brought it (the wheel's version as pip installed it)."""
+    arch = GPU_ARCH or "sm_90"
+    record = json.loads((builds(arch) / "build.provenance.json").read_text())
+    assert record["arch"] == arch and re.fullmatch(r"\d+\.\d+", record["nvcc"]["release"])
+    for name in ("cublas", "curand"):
+        library = record["libraries"][name]
+        assert Path(library["file"]).is_file() and library["from"] in ("toolkit", "wheel", "system")
+        assert library["version"], f"no version recorded for {name}: {library}"
+        if library["from"] == "wheel":
+            assert library["version"] == metadata.version(library["distribution"])
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_a_missing_library_fails_under_ci_and_skips_elsewhere(tmp_path: Path, monkeypatch, ci) -> None:
+    """An empty toolkit and a Python without wheels: the Makefile names the library and the extra
+    that installs it; under CI that is a failure, not a skip, since pip provides it."""
+    toolkit = tmp_path / "toolkit"
+    toolkit.mkdir()
+    proc = make("all", BUILD_DIR=str(tmp_path / "out"), CUDA_HOME=str(toolkit), PYTHON="false")
+    assert proc.returncode != 0 and f"libcublas not found under {toolkit}" in proc.stderr
+    assert "pip install -e '.[kernels]' (the nvidia-cublas wheel)" in proc.stderr
+    if ci:
+        monkeypatch.setenv("CI", ci)
+    else:
+        monkeypatch.delenv("CI", raising=False)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match=re.escape(KERNELS_HINT)):
+        check_built(proc)
 
 
 def test_help(bin_dir: Path, tmp_path: Path) -> None:

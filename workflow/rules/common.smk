@@ -170,6 +170,34 @@ def measure_threads():
         return 1
 
 
+def host_bound_threads():
+    """A measurement bound by the host (eager inference at batch 1 launches hundreds of kernels from
+    Python) takes every core locally, so no aggregation, plot or other GPU's job shares the host while it
+    is timed (on one H100, eager DeiT-B blocks timed beside such jobs spread over an IQR of 13% of their
+    median). On a cluster the scheduler gives each job its own cores."""
+    if not IS_GPU or CLUSTER:
+        return measure_threads()
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
+def check_inference_points(key, precisions, modes):
+    """Stop with the key and value when a point asks for a precision the GPU lacks, or for cudagraph
+    where there is no GPU."""
+    unsupported = sorted(set(precisions) - set(PROFILE["precisions"]))
+    if unsupported:
+        raise WorkflowError(
+            f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: precisions {unsupported} "
+            f"not in the profile's precisions {PROFILE['precisions']}"
+        )
+    if not IS_GPU and "cudagraph" in modes:
+        raise WorkflowError(
+            f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: cudagraph needs a GPU"
+        )
+
+
 def kernel_binary(wildcards):
     """The sgemm binary for the kernel backends; torch needs none."""
     return [] if wildcards.backend == "torch" else rules.build_kernels.output.sgemm

@@ -16,21 +16,6 @@ INFERENCE_RAW = f"{RESULTS}/inference/raw"
 INFERENCE_EXTRA = INFERENCE.get("extra_points", [])
 
 
-def check_inference_points(key, precisions, modes):
-    """Stop with the key and value when a point asks for a precision the GPU lacks, or for cudagraph
-    where there is no GPU."""
-    unsupported = sorted(set(precisions) - set(PROFILE["precisions"]))
-    if unsupported:
-        raise WorkflowError(
-            f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: precisions {unsupported} "
-            f"not in the profile's precisions {PROFILE['precisions']}"
-        )
-    if not IS_GPU and "cudagraph" in modes:
-        raise WorkflowError(
-            f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: cudagraph needs a GPU"
-        )
-
-
 check_inference_points("precisions", INFERENCE["precisions"], INFERENCE["modes"])
 check_inference_points(
     "extra_points",
@@ -134,7 +119,7 @@ rule infer_deit:
         f"{RESULTS}/logs/inference/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/inference/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}.tsv"
-    threads: measure_threads()
+    threads: host_bound_threads()
     resources:
         **measure_resources(),
     params:
@@ -156,7 +141,7 @@ rule infer_bert:
         f"{RESULTS}/logs/inference/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/inference/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}.tsv"
-    threads: measure_threads()
+    threads: host_bound_threads()
     resources:
         **measure_resources(),
     params:

@@ -1,7 +1,11 @@
 # The CUDA SGEMM programs (kernels/: gen_data and sgemm with the cublas and tiled implementations), built
-# with nvcc for the device profile's architecture. Binaries go under build/, never into the repository.
+# with nvcc for the device profile's architecture. Binaries go under build/, never into the repository,
+# beside build.provenance.json: nvcc's and the toolkit's versions, and cuBLAS's and cuRAND's file, version
+# and source (toolkit or wheel). Libraries the toolkit lacks come from the nvidia-* wheels of the Python
+# running the workflow (pip install -e '.[kernels]'); under docker, from the image's python3.
 
 KERNEL_BUILD = f"build/kernels/{PROFILE['cuda_arch']}"
+KERNEL_PYTHON = "python3" if container_exec([]) else sys.executable
 
 
 rule build_kernels:
@@ -13,6 +17,7 @@ rule build_kernels:
     output:
         sgemm=f"{KERNEL_BUILD}/sgemm",
         gen_data=f"{KERNEL_BUILD}/gen_data",
+        provenance=f"{KERNEL_BUILD}/build.provenance.json",
     log:
         f"{RESULTS}/logs/build_kernels.log",
     benchmark:
@@ -23,4 +28,5 @@ rule build_kernels:
     # nvcc is in the project's image: under docker the build runs there, with no GPU.
     shell:
         container_exec([])
-        + "make -f kernels/Makefile ARCH={params.arch} BUILD_DIR={params.build_dir} > {log} 2>&1"
+        + "make -f kernels/Makefile ARCH={params.arch} BUILD_DIR={params.build_dir} "
+        + f"PYTHON={KERNEL_PYTHON} > {{log}} 2>&1"

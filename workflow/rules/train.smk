@@ -1,26 +1,26 @@
 # The data-parallel training study (`ddp`): ResNet-50 v1.5 training throughput (images/s) on 1, 2, 4, ...
 # GPUs of one node, DistributedDataParallel over NCCL (gloo processes on the cpu profile), with the
 # device profile's `train` settings and the images of config `data` (data.smk). One job per GPU count,
-# holding all of its GPUs; then images/s, speedup and scaling efficiency against one GPU (`ddp` target)
-# and a figure (`plot_ddp`). The same training is the variability study's noise workload: variability.smk
-# takes its options from training.plan.noise_flags with TRAIN_FLAGS below.
+# holding all of its GPUs, plus one 1-GPU job per `train.compare_precisions` (e.g. tf32 beside AMP, for a
+# published AMP-over-TF32 ratio); then images/s, speedup and scaling efficiency against one GPU of the
+# same precision (`ddp` target) and a figure (`plot_ddp`). The same training is the variability study's
+# noise workload: variability.smk takes its options from training.plan.noise_flags with TRAIN_FLAGS below.
 
 from gpurepro.training.plan import (  # noqa: E402
     ddp_devices,
     ddp_gpu_claims,
+    ddp_precisions,
+    ddp_runs,
     noise_flags,
+    train_flags,
     usable_gpu_counts,
     workers_per_process,
 )
 
 TRAIN = PROFILE["train"]
-if TRAIN["precision"] not in PROFILE["precisions"]:
-    raise WorkflowError(
-        f"bad device profile config/devices/{DEVICE}.yaml: key train.precision: {TRAIN['precision']} is "
-        f"not in the profile's precisions {PROFILE['precisions']}"
-    )
 # On the cpu profile a count is a number of processes, which any machine can start.
 try:
+    DDP_PRECISION, DDP_COMPARED = ddp_precisions(TRAIN, PROFILE["precisions"])
     DDP_COUNTS, DDP_LEFT_OUT = usable_gpu_counts(
         TRAIN["gpu_counts"], len(GPUS) if IS_GPU else None
     )
@@ -35,12 +35,11 @@ if DDP_LEFT_OUT:
 
 # Synthetic images are made on the device at the profile's size; a real set comes at its own.
 TRAIN_DATA = f"synthetic-{TRAIN['image_size']}px" if SYNTHETIC else DATA["source"]
-TRAIN_FLAGS = (
-    f"--batch-size {TRAIN['batch_size']} --precision {TRAIN['precision']} "
-    f"--{'' if TRAIN['channels_last'] else 'no-'}channels-last --warmup {TRAIN['warmup']} "
-    f"{DATASET_FLAGS}" + (f" --image-size {TRAIN['image_size']}" if SYNTHETIC else "")
+TRAIN_FLAGS = train_flags(TRAIN, TRAIN["precision"], DATASET_FLAGS, SYNTHETIC)
+DDP_RAW = f"{RESULTS}/ddp/raw/resnet50_{TRAIN_DATA}_{{precision}}_b{TRAIN['batch_size']}_{{ngpus}}gpu"
+DDP_RUN_COUNTS, DDP_RUN_PRECISIONS = zip(
+    *ddp_runs(DDP_COUNTS, DDP_PRECISION, DDP_COMPARED)
 )
-DDP_RAW = f"{RESULTS}/ddp/raw/resnet50_{TRAIN_DATA}_{TRAIN['precision']}_b{TRAIN['batch_size']}_{{ngpus}}gpu"
 
 
 wildcard_constraints:
@@ -67,9 +66,11 @@ rule train_ddp:
         table=protected(f"{DDP_RAW}.csv"),
         table_provenance=protected(f"{DDP_RAW}.provenance.json"),
     log:
-        f"{RESULTS}/logs/ddp/{{ngpus}}gpu.log",
+        f"{RESULTS}/logs/ddp/{{ngpus}}gpu_{{precision}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/ddp/{{ngpus}}gpu.tsv"
+        f"{RESULTS}/benchmarks/ddp/{{ngpus}}gpu_{{precision}}.tsv"
+    wildcard_constraints:
+        precision="|".join([DDP_PRECISION, *DDP_COMPARED]),
     threads: measure_threads()
     resources:
         **DDP_RESOURCES,
@@ -82,7 +83,10 @@ rule train_ddp:
         workers=lambda wildcards: workers_per_process(
             LOADER_WORKERS, int(wildcards.ngpus)
         ),
-        flags=f"{TRAIN_FLAGS} --iterations {TRAIN['iterations']} --profile {DEVICE}",
+        flags=lambda wildcards: train_flags(
+            TRAIN, wildcards.precision, DATASET_FLAGS, SYNTHETIC
+        )
+        + f" --iterations {TRAIN['iterations']} --profile {DEVICE}",
     # More than one process: the command starts torchrun itself, one rank per GPU.
     shell:
         "{params.container}gpurepro train resnet50 {params.devices} {params.flags} --workers {params.workers} "
@@ -91,7 +95,12 @@ rule train_ddp:
 
 rule ddp:
     input:
-        expand(rules.train_ddp.output.table, ngpus=DDP_COUNTS),
+        expand(
+            rules.train_ddp.output.table,
+            zip,
+            ngpus=DDP_RUN_COUNTS,
+            precision=DDP_RUN_PRECISIONS,
+        ),
     output:
         f"{RESULTS}/tables/ddp.csv",
     log:

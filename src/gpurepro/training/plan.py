@@ -22,6 +22,39 @@ def usable_gpu_counts(counts: list[int], available: int | None) -> tuple[list[in
     return kept, dropped
 
 
+def ddp_precisions(train: dict[str, Any], precisions: list[str]) -> tuple[str, list[str]]:
+    """The profile's training precision and those measured beside it on one GPU (`compare_precisions`,
+    e.g. tf32 against AMP); an error naming the key when one is not among the profile's `precisions`."""
+    main, compared = train["precision"], list(train.get("compare_precisions", []))
+    for key, value in [("train.precision", main), *(("train.compare_precisions", p) for p in compared)]:
+        if value not in precisions:
+            raise GpureproError(f"key {key}: {value} is not in the profile's precisions {precisions}")
+    if main in compared:
+        raise GpureproError(
+            f"key train.compare_precisions: {compared} repeats train.precision {main}, whose 1-GPU run the "
+            "scaling series already has; list only other precisions"
+        )
+    return main, compared
+
+
+def train_flags(train: dict[str, Any], precision: str, dataset_flags: str, synthetic: bool) -> str:
+    """`gpurepro train` options of the profile's training at `precision`: every run alike but for it.
+    Synthetic images are made at the profile's size; a real set comes at its own."""
+    layout = "channels-last" if train["channels_last"] else "no-channels-last"
+    size = f" --image-size {train['image_size']}" if synthetic else ""
+    return (
+        f"--batch-size {train['batch_size']} --precision {precision} --{layout} --warmup {train['warmup']} "
+        f"{dataset_flags}{size}"
+    )
+
+
+def ddp_runs(counts: list[int], precision: str, compared: list[str]) -> list[tuple[int, str]]:
+    """(GPUs, precision) of every ddp run: the scaling series at the profile's precision, and one 1-GPU
+    run of each compared precision (a published ratio such as AMP over TF32 is taken on one GPU; its
+    speedup over one GPU is then its own, never against another precision's run)."""
+    return [(count, precision) for count in counts] + [(1, other) for other in compared]
+
+
 def workers_per_process(workers: int, processes: int) -> int:
     """DataLoader workers for each of `processes` training processes sharing the node's `workers`."""
     return 0 if workers == 0 else max(1, workers // processes)

@@ -1,7 +1,8 @@
 """Throughput of a training run, and the ddp table: images/s per GPU count and scaling efficiency.
 
 A run's rate is its timed images over its timed seconds (the warm-up row left out), as the Horovod
-benchmark reported it. Speedup is the k-GPU run's total images/s over the 1-GPU run's; scaling
+benchmark reported it. Speedup is the k-GPU run's total images/s over the 1-GPU run's of the same point
+(POINT_KEYS: a tf32 run compared on one GPU is never the baseline of the fp16 series); scaling
 efficiency is the speedup over k (100% = every GPU as fast as one alone).
 """
 

@@ -34,6 +34,7 @@ OUTSIDE = "outside tolerance"
 DIRECTION_WITHIN = "direction holds, magnitude within tolerance"
 DIRECTION_OUTSIDE = "direction holds, magnitude outside tolerance"
 DIRECTION_UNTESTED = "direction holds, magnitude not testable here"
+DIRECTION_UNRESOLVED = "direction holds, magnitude not resolved at this sample size"
 DIRECTION_FAILS = "direction does not hold"
 ORDER_HOLDS = "order holds"
 ORDER_FAILS = "order does not hold"
@@ -53,6 +54,7 @@ _GRADES = {
     ORDER_HOLDS: HELD,
     DIRECTION_OUTSIDE: PARTLY,
     DIRECTION_UNTESTED: PARTLY,
+    DIRECTION_UNRESOLVED: PARTLY,
     OUTSIDE: NOT_HELD,
     DIRECTION_FAILS: NOT_HELD,
     ORDER_FAILS: NOT_HELD,
@@ -62,7 +64,7 @@ _GRADES = {
     SHOWN: INFO,
     NOT_MEASURED: UNMEASURED,
 }
-EXACT, SCALED, TRANSFERRED = "exact", "scaled", "unscaled"
+EXACT, SCALED, TRANSFERRED, OFF_PAPER = "exact", "scaled", "unscaled", "off the paper's GPU"
 # Without an interval, a ratio this close to its threshold (relative) is not read: one run's noise.
 NEAR_THRESHOLD = 0.05
 
@@ -92,7 +94,7 @@ class Outcome:
     claim: Claim
     result: str  # one of the results above
     detail: str
-    judged: str = ""  # EXACT, SCALED, TRANSFERRED or RELATIVE; empty when not measured
+    judged: str = ""  # EXACT, SCALED, TRANSFERRED, OFF_PAPER or RELATIVE; empty when not measured
     paper_gpus: tuple[Gpu, ...] = ()
     measured_on: str = ""
     values: tuple[float, ...] = ()
@@ -208,7 +210,7 @@ class _Judge:
         off = None if on_paper_gpu else claim.off_paper_gpu
         if off is not None and off.reading == NOT_COMPARABLE_READING:
             # nothing to read: the figure belongs to the paper's GPU
-            return result(NOT_COMPARABLE, f"off {paper[0].name}: {off.why}", RELATIVE)
+            return result(NOT_COMPARABLE, f"off {paper[0].name}: {off.why}", OFF_PAPER)
         try:
             if claim.order:
                 return self._order(claim, result)
@@ -218,8 +220,7 @@ class _Judge:
         numbers = tuple(values.values)
         if off is not None:
             text, reading = self._off_paper(claim, paper[0], values, how)
-            judged = RELATIVE if claim.kind == RELATIVE else TRANSFERRED
-            return result(reading, text, judged, values=numbers)
+            return result(reading, text, OFF_PAPER, values=numbers)
         factor, judged, uncertainty = None, EXACT if claim.kind != RELATIVE else RELATIVE, 0.0
         if claim.kind != RELATIVE and not on_paper_gpu and claim.scaling is not None:
             try:
@@ -367,7 +368,7 @@ def _judge_values(
     if untestable:
         return DIRECTION_UNTESTED, f"magnitude not testable here: {untestable}; {text}"
     if magnitude is None:
-        return DIRECTION_UNTESTED, f"magnitude not resolved: the interval straddles an end; {text}"
+        return DIRECTION_UNRESOLVED, f"magnitude not resolved: the interval straddles an end; {text}"
     return (DIRECTION_WITHIN if magnitude else DIRECTION_OUTSIDE), text
 
 
