@@ -22,7 +22,7 @@ import torch
 from gpurepro import cli
 from gpurepro.errors import GpureproError
 from gpurepro.results import read_sidecar, sidecar_path
-from gpurepro.training import launch
+from gpurepro.training import failures
 from gpurepro.training.batches import DataOptions, make_batches, plan_data
 from gpurepro.training.loop import TrainSettings
 from gpurepro.training.model import loss_function
@@ -177,13 +177,13 @@ def test_out_of_memory_is_recorded_as_a_failed_point(tmp_path: Path, capsys) -> 
 
 
 def test_a_failing_rank_files_its_reason_for_the_launcher(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv(launch.FAILURE_DIR, str(tmp_path))
-    launch.file_failure("out of memory: CUDA out of memory", 1)
+    monkeypatch.setenv(failures.FAILURE_DIR, str(tmp_path))
+    failures.file_failure("out of memory: CUDA out of memory", 1)
     time.sleep(0.05)
-    launch.file_failure("DistBackendError: NCCL error: remote process exited", 0)
+    failures.file_failure("DistBackendError: NCCL error: remote process exited", 0)
     # the first rank to fail caused the others' failures: its reason is the point's
-    assert launch.first_failure(tmp_path) == "rank 1: out of memory: CUDA out of memory"
-    assert launch.first_failure(tmp_path / "empty") is None
+    assert failures.first_failure(tmp_path) == "rank 1: out of memory: CUDA out of memory"
+    assert failures.first_failure(tmp_path / "empty") is None
 
 
 @pytest.mark.parametrize(

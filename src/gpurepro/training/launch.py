@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..datasets.workers import usable_cpus
+from .failures import FAILURE_DIR, first_failure
 from .processes import background_process, sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from .rank import TrainJob
 
-# The module each rank starts from (`gpurepro.training.rank`, which imports this one).
+# The module each rank starts from (`gpurepro.training.rank`).
 RANK = "gpurepro.training.rank"
-# Environment a launched rank reads: where to file its failure.
-FAILURE_DIR = "GPUREPRO_TRAIN_FAILURE_DIR"
 # torchrun's own grace before it kills workers that ignore SIGTERM is 30 s; leave it that and more.
 STOP_GRACE_S = 45.0
 
@@ -44,19 +43,6 @@ def worker_environment(gpus: list[int] | None, processes: int, failures: Path) -
     else:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
     return env
-
-
-def file_failure(reason: str, rank: int) -> None:
-    """A worker's reason for failing, for the launcher to record (no-op when not launched by it)."""
-    folder = os.environ.get(FAILURE_DIR)
-    if folder:
-        (Path(folder) / f"rank{rank}.txt").write_text(f"rank {rank}: {reason}")
-
-
-def first_failure(folder: Path) -> str | None:
-    """The earliest filed reason: the rank that failed first caused the others' failures."""
-    files = sorted(folder.glob("rank*.txt"), key=lambda p: p.stat().st_mtime)
-    return files[0].read_text() if files else None
 
 
 def run(processes: int, job: TrainJob) -> str | None:

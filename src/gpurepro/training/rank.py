@@ -24,7 +24,7 @@ from .. import provenance
 from ..datasets.workers import usable_cpus
 from ..errors import GpureproError
 from ..results import write_raw
-from . import distributed, launch
+from . import distributed, failures
 from .loop import TrainResult, TrainSettings, train
 from .summary import run_summary
 
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
         run(TrainJob.load(Path(argv[0])), world)
     except BaseException as err:
         kind = "out of memory" if out_of_memory(err) else type(err).__name__
-        launch.file_failure(f"{kind}: {first_line(err)}", world.rank)
+        failures.file_failure(f"{kind}: {first_line(err)}", world.rank)
         raise
     return 0
 
