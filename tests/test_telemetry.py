@@ -13,11 +13,13 @@ import pandas as pd
 import pytest
 
 from gpurepro.telemetry import (
+    COOLDOWN_MARGIN_C,
     SAMPLE_COLUMNS,
     SAMPLERS,
     CpuSource,
     EnergyMeter,
     ThreadSampler,
+    idle_temperatures,
     measure_idle,
     open_sampler,
     wait_for_cooldown,
@@ -148,6 +150,45 @@ def test_cooldown_to_target_plateau_and_timeout() -> None:
     unknown = wait_for_cooldown(CpuSource(), max_wait_s=10, sleep=no_sleep)
     if math.isnan(unknown.start_temp_c):
         assert unknown.status == "no_temperature"
+
+
+class _Counted(_CoolingDevice):
+    """A cooling device that counts its polls (the first reading included)."""
+
+    def __init__(self, start_c: float, floor_c: float = 40.0) -> None:
+        super().__init__(start_c, floor_c)
+        self.polls = 0
+
+    def temperature_c(self):
+        self.polls += 1
+        return super().temperature_c()
+
+
+def test_the_idle_temperature_is_recorded_once_per_gpu(tmp_path: Path) -> None:
+    """The first measurement on a GPU records its temperature; later ones read that, not their own."""
+    first = idle_temperatures(_CoolingDevice(35.0), tmp_path / "cooldown")
+    later = idle_temperatures(_CoolingDevice(61.0), tmp_path / "cooldown")
+    assert first == later == {"cpu": 35.0}
+    assert [p.name for p in (tmp_path / "cooldown").iterdir()] == ["cpu.json"]
+    assert idle_temperatures(_CoolingDevice(61.0), None) == {}
+
+
+def test_a_gpu_at_its_idle_temperature_is_not_kept_waiting() -> None:
+    """Within the margin of its recorded idle: no wait at all (the old plateau rule waited 10 s)."""
+    waits: list[float] = []
+    device = _Counted(36.0)
+    result = wait_for_cooldown(device, max_wait_s=120, target_temp_c={"cpu": 36.0 + COOLDOWN_MARGIN_C},
+                               sleep=waits.append)  # fmt: skip
+    assert result.status == "reached" and result.waited_s == 0.0 and waits == [] and device.polls == 1
+
+
+def test_a_hot_gpu_waits_for_its_idle_temperature_or_a_plateau_whichever_first() -> None:
+    no_sleep = lambda _s: None  # noqa: E731
+    reached = wait_for_cooldown(_CoolingDevice(60), 60, {"cpu": 51.0}, poll_s=0, sleep=no_sleep)
+    assert reached.status == "reached" and reached.end_temp_c <= 51 and reached.target_temp_c == 51.0
+    # the floor (40 C) is above the recorded idle (35 C): the temperature settles, and the wait ends there
+    plateau = wait_for_cooldown(_CoolingDevice(44), 5, {"cpu": 36.0}, plateau_s=0.01, poll_s=0.005)
+    assert plateau.status == "plateau" and plateau.end_temp_c == 40
 
 
 def test_attach_matches_samples_to_reps() -> None:

@@ -193,6 +193,12 @@ def test_cluster_needs_a_named_profile() -> None:
     assert message in result.stdout + result.stderr
 
 
+def test_gpus_on_the_cpu_profile_are_said_to_be_ignored() -> None:
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=cpu", "gpus=[99]", cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "config gpus=[99] is ignored: profile cpu measures the CPU" in result.stdout + result.stderr
+
+
 def test_bad_claim_file_fails_before_any_job(workflow_copy: Path) -> None:
     claims = workflow_copy / "config" / "expected" / "seed_power_variability.yaml"
     claims.write_text(claims.read_text().replace("relative: 0.03", "relative: -0.03", 1))

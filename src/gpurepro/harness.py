@@ -28,11 +28,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from .telemetry import (
+    COOLDOWN_MARGIN_C,
     DEFAULT_SAMPLER,
     CooldownResult,
     EnergyMeter,
@@ -41,6 +43,7 @@ from .telemetry import (
     TelemetrySource,
     Trace,
     idle_baseline,
+    idle_temperatures,
     open_sampler,
     wait_for_cooldown,
     window_from_trace,
@@ -63,6 +66,9 @@ class TelemetrySettings:
     idle_seconds: float = 5.0
     min_energy_window_s: float = 3.0
     cooldown_max_wait_s: float = 120.0
+    # where each GPU's idle temperature at the start of the run is kept (telemetry/cooldown.py); None:
+    # the cool-down waits for a plateau only
+    idle_temperature_dir: Path | None = None
     sampler: str = DEFAULT_SAMPLER  # "process" or "thread" (telemetry.samplers)
     # Seconds of active idle, for workloads that ask for it: several energy-counter updates (about every
     # 100 ms), and sub-windows enough for an interval on the power above it.
@@ -255,7 +261,9 @@ def measure(
 
     One sampler covers the whole job, so the saved trace shows idle, work and energy phases side by side
     (column `phase`)."""
-    cooldown = wait_for_cooldown(source, max_wait_s=settings.cooldown_max_wait_s)
+    recorded = idle_temperatures(source, settings.idle_temperature_dir)
+    targets = {device: temperature + COOLDOWN_MARGIN_C for device, temperature in recorded.items()}
+    cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
     meter = EnergyMeter(source, settings.min_energy_window_s)
     phases = _Phases()
     energy: dict[str, EnergyResult] = {}

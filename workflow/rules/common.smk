@@ -80,6 +80,12 @@ validated(
 )
 PROFILE = profiles.with_quick_settings(PROFILE, config["quick"])
 IS_GPU = PROFILE["kind"] == "gpu"
+if not IS_GPU and config["gpus"] != "all":
+    print(
+        f"gpurepro: config gpus={config['gpus']} is ignored: profile {DEVICE} measures the CPU "
+        "(no GPU is measured here)",
+        file=sys.stderr,
+    )
 
 # GPU indices measured on. Planning a GPU profile on a machine without one assumes GPU 0. On a cluster
 # they are not GPUs of this machine but one allocation each (gpus=[0,1,2,3]: four), all measuring GPU 0.
@@ -235,7 +241,7 @@ def measurement_flags(energy_window_s=None):
     return (
         f"--profile {DEVICE} --seed {config['seed']} --rate-hz {t['rate_hz']} --sampler {t['sampler']} "
         f"--idle-seconds {t['idle_seconds']} --energy-window-s {window} "
-        f"--cooldown-max-wait-s {t['cooldown_max_wait_s']}"
+        f"--cooldown-max-wait-s {t['cooldown_max_wait_s']} --idle-temperature-dir {RESULTS}/cooldown"
     )
 
 

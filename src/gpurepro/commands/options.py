@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from ..harness import TelemetrySettings
 from ..telemetry import SAMPLERS
@@ -89,6 +90,12 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
     group.add_argument("--idle-seconds", type=float, default=defaults.idle_seconds)
     group.add_argument("--energy-window-s", type=float, default=defaults.min_energy_window_s)
     group.add_argument("--cooldown-max-wait-s", type=float, default=defaults.cooldown_max_wait_s)
+    group.add_argument(
+        "--idle-temperature-dir", type=Path,
+        help="folder of each GPU's idle temperature at the start of the run (the first measurement on a GPU "
+        "records it): the cool-down waits until the GPU is within 1 C of it, or at a plateau, and not at "
+        "all when it already is (default: wait for a plateau)",
+    )  # fmt: skip
     if active_idle:
         group.add_argument(
             "--active-idle-seconds",
@@ -105,6 +112,7 @@ def telemetry_settings(args: argparse.Namespace) -> TelemetrySettings:
         idle_seconds=args.idle_seconds,
         min_energy_window_s=args.energy_window_s,
         cooldown_max_wait_s=args.cooldown_max_wait_s,
+        idle_temperature_dir=args.idle_temperature_dir,
         sampler=args.sampler,
         # only the subcommands whose workload measures an active idle take the option
         active_idle_seconds=getattr(args, "active_idle_seconds", TelemetrySettings.active_idle_seconds),

@@ -13,6 +13,8 @@ from typing import Any
 _HOMES = {
     "CooldownResult": "cooldown",
     "wait_for_cooldown": "cooldown",
+    "idle_temperatures": "cooldown",
+    "COOLDOWN_MARGIN_C": "cooldown",
     "EnergyMeter": "energy",
     "EnergyWindow": "energy",
     "IdleBaseline": "energy",

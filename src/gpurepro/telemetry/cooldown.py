@@ -1,21 +1,29 @@
 """Wait for a device to cool down before a measurement, so runs start from comparable thermal states.
 
-With a known idle temperature (measured once, e.g. at the start of a study) the wait ends at that
-temperature plus a margin. Without one it ends when the temperature stops falling (a plateau), which is
-what "near idle" means for a GPU that has just finished other work.
+As the SC22 study did, the wait ends when each device is within COOLDOWN_MARGIN_C of the idle temperature
+recorded for it at the start of the run (the first measurement on a GPU records it: idle_temperatures),
+or when its temperature stops falling (a plateau), whichever comes first, and at once when it already
+is: a GPU at its idle temperature has no heat to lose, and waiting for a plateau there only costs the
+reviewer time. Without a recorded temperature the wait ends at a plateau.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import re
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from .sources import TelemetrySource
 
 PLATEAU_DROP_C = 1.0  # a temperature that fell by less than this over the plateau window has settled
+COOLDOWN_MARGIN_C = 1.0  # within this of its idle temperature a device has no heat left to lose
 
 
 @dataclass(frozen=True)
@@ -30,34 +38,75 @@ class CooldownResult:
         return asdict(self)
 
 
+def idle_temperatures(source: TelemetrySource, folder: Path | None) -> dict[str, float]:
+    """Each device's idle temperature for this run: read from `folder` (one file per GPU, by UUID) where
+    an earlier measurement of the run recorded it, else recorded now, at the start of the run's first
+    measurement on that device. Devices without a temperature reading are left out."""
+    if folder is None:
+        return {}
+    identities = getattr(source, "identities", lambda: {})()
+    folder.mkdir(parents=True, exist_ok=True)
+    recorded = {}
+    for device, temperature in source.temperature_c().items():
+        if not math.isnan(temperature):
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", identities.get(device, device))
+            recorded[device] = _record_once(folder / f"{name}.json", temperature)
+    return recorded
+
+
+def _record_once(path: Path, temperature: float) -> float:
+    """The temperature in `path`, written there first if no measurement has (atomically: a file linked
+    into place whole, so jobs on other GPUs or a parallel job never read half of one)."""
+    if not path.exists():
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as draft:
+            json.dump({"idle_temperature_c": temperature, "recorded_unix_s": time.time()}, draft)
+        try:
+            os.link(draft.name, path)
+        except FileExistsError:
+            pass  # another job recorded it first: theirs stands
+        finally:
+            os.unlink(draft.name)
+    return float(json.loads(path.read_text())["idle_temperature_c"])
+
+
 def wait_for_cooldown(
     source: TelemetrySource,
     max_wait_s: float,
-    target_temp_c: float | None = None,
+    target_temp_c: float | dict[str, float] | None = None,
     plateau_s: float = 10.0,
     poll_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> CooldownResult:
-    """Poll the hottest device until it is at or below target_temp_c (or has plateaued when no target is
-    given), or max_wait_s has passed.
+    """Poll the devices until each is at or below its target (one for all, or one per device), or the
+    hottest has plateaued, or max_wait_s has passed; with targets met at the first reading, no wait.
 
     A device whose temperature cannot be read (many CPUs in containers) makes the wait pointless; it returns
     at once with status "no_temperature" so the caller can say so plainly.
     """
     started = time.monotonic()
-    start_temp = max(source.temperature_c().values())
+    readings = source.temperature_c()
+    start_temp = max(readings.values())
+    targets = _targets(target_temp_c, readings)
+    target = max(targets.values()) if targets else None
     if math.isnan(start_temp):
-        return CooldownResult("no_temperature", 0.0, start_temp, start_temp, target_temp_c)
+        return CooldownResult("no_temperature", 0.0, start_temp, start_temp, target)
     history = [(0.0, start_temp)]
     while True:
         elapsed, current = history[-1]
-        if target_temp_c is not None and current <= target_temp_c:
-            return CooldownResult("reached", elapsed, start_temp, current, target_temp_c)
-        if target_temp_c is None and elapsed >= plateau_s:
+        if targets and all(readings[d] <= t for d, t in targets.items() if d in readings):
+            return CooldownResult("reached", elapsed, start_temp, current, target)
+        if elapsed >= plateau_s:
             earlier = [temp for t, temp in history if t <= elapsed - plateau_s]
             if earlier and earlier[-1] - current < PLATEAU_DROP_C:
-                return CooldownResult("plateau", elapsed, start_temp, current, target_temp_c)
+                return CooldownResult("plateau", elapsed, start_temp, current, target)
         if elapsed >= max_wait_s:
-            return CooldownResult("timeout", elapsed, start_temp, current, target_temp_c)
+            return CooldownResult("timeout", elapsed, start_temp, current, target)
         sleep(poll_s)
-        history.append((time.monotonic() - started, max(source.temperature_c().values())))
+        readings = source.temperature_c()
+        history.append((time.monotonic() - started, max(readings.values())))
+
+
+def _targets(target: float | dict[str, float] | None, readings: dict[str, float]) -> dict[str, float]:
+    if target is None:
+        return {}
+    return dict(target) if isinstance(target, dict) else {device: target for device in readings}

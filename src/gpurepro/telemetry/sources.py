@@ -132,6 +132,10 @@ class NvmlSource:
     def devices(self) -> list[str]:
         return list(self._handles)
 
+    def identities(self) -> dict[str, str]:
+        """Each device's UUID: an index names another GPU in each job's allocation on a cluster."""
+        return {d: nvml._text(nvml.pynvml.nvmlDeviceGetUUID(h)) or d for d, h in self._handles.items()}
+
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "gpus": self._indices}
 
@@ -235,6 +239,9 @@ class CpuSource:
 
     def devices(self) -> list[str]:
         return ["cpu"]
+
+    def identities(self) -> dict[str, str]:
+        return {"cpu": "cpu"}
 
     def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "rapl_root": str(self.rapl.root)}
