@@ -29,6 +29,8 @@ include: "workflow/rules/profiling.smk"
 include: "workflow/rules/reference.smk"
 # Last: the verdict, runtimes and combined tables collect the tables and plots of the studies above.
 include: "workflow/rules/report.smk"
+# Not in `all`: this run against another (snakemake compare --config compare_with=<results folder>).
+include: "workflow/rules/compare.smk"
 
 
 rule all:

@@ -8,11 +8,13 @@ import sys
 from . import __version__, nvml
 from .commands import (
     aggregate,
+    compare,
     container,
     data,
     detect,
     hfta,
     infer,
+    pack,
     plot,
     profile,
     reference,
@@ -35,6 +37,8 @@ SUBCOMMANDS = [
     data,
     reference,
     verdict,
+    compare,
+    pack,
     profile,
     container,
 ]

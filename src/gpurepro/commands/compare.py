@@ -1,0 +1,32 @@
+"""`gpurepro compare A B [--out DIR]`: two runs' results folders side by side, metric by metric, and
+what changed between them (GPU, driver, packages, clocks, container, config, commit)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..compare.folders import default_out
+from ..compare.outputs import write
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare two runs (results/<device> folders): ratio B/A of every metric, graded",
+        description="Every metric both runs measured, matched on its point's key columns, as the ratio "
+        "B/A of its median with a bootstrap interval over the raw reps where they exist, graded same "
+        "within noise, faster/slower (higher/lower) or not comparable with the reason; then the "
+        "provenance fields that differ. Writes compare.md, compare.csv, compare.html and compare.png.",
+    )
+    parser.add_argument("a", help="run A, the baseline: a results folder of one device, e.g. results/h100")
+    parser.add_argument("b", help="run B, compared against A: e.g. results-rerun/h100")
+    parser.add_argument("--out", help="folder for the outputs (default: results/compare/<A>_vs_<B>)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out or default_out(args.a, args.b)
+    paths, summary = write(args.a, args.b, out)
+    print(f"compare {args.a} -> {args.b}: {summary}; wrote {', '.join(map(str, paths))}", file=sys.stderr)
+    return 0

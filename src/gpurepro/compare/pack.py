@@ -1,0 +1,65 @@
+"""A run packed into one archive (`gpurepro pack`): its tables, raw files with their provenance sidecars
+and telemetry, and its verdict; a `<archive>.sha256` beside it (sha256sum's format). `gpurepro compare`
+takes such an archive for A or B: the checksum is verified, then it is unpacked to a temporary folder."""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+from pathlib import Path
+
+from ..errors import GpureproError
+
+SUFFIX = ".tar.gz"
+# What a comparison or a reviewer needs from a run; logs, plots and benchmarks are left out (remade).
+PACKED = ("tables/*.csv", "*/raw/**/*", "verdict*")
+
+
+def checksum_path(archive: Path) -> Path:
+    return archive.with_name(f"{archive.name}.sha256")
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pack(results: Path, archive: Path) -> list[Path]:
+    """Write `archive` (members under the run's folder name) and its checksum; the files packed."""
+    if not (results / "tables").is_dir():
+        raise GpureproError(f"{results}: not a results folder of one device (no tables/), e.g. results/h100")
+    if not archive.name.endswith(SUFFIX):
+        raise GpureproError(f"--out {archive}: the archive's name must end in {SUFFIX}")
+    files = sorted({path for pattern in PACKED for path in results.glob(pattern) if path.is_file()})
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in files:
+            tar.add(path, arcname=str(Path(results.resolve().name) / path.relative_to(results)))
+    checksum_path(archive).write_text(f"{sha256(archive)}  {archive.name}\n")
+    return files
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    """Verify `archive` against its .sha256 and extract it into `into`; the run folder it holds."""
+    sums = checksum_path(archive)
+    if not sums.is_file():
+        raise GpureproError(f"{archive}: no checksum {sums} beside it (gpurepro pack writes one)")
+    expected = sums.read_text().split()[0] if sums.read_text().split() else ""
+    actual = sha256(archive)
+    if actual != expected:
+        raise GpureproError(
+            f"{archive}: checksum {actual} does not match {sums} ({expected}): damaged or altered"
+        )
+    with tarfile.open(archive, "r:gz") as tar:
+        tops = {Path(name).parts[0] for name in tar.getnames()}
+        if len(tops) != 1:
+            raise GpureproError(f"{archive}: expected one run folder at the top, found {sorted(tops)}")
+        tar.extractall(into, filter="data")  # no absolute paths, links out or devices
+    return into / tops.pop()
+
+
+def is_archive(path: Path | str) -> bool:
+    return str(path).endswith(SUFFIX) and Path(path).is_file()

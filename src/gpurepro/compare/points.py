@@ -1,0 +1,76 @@
+"""Which columns name a point, and which statistic of a metric is compared.
+
+The rule: a point's key is every column of the long table except
+- the long columns themselves (metric, statistic, value, unit),
+- IDENTITY: what names the run, the GPU or the file rather than the workload (profile, device index,
+  GPU name/UUID/serial, source file, status and reason, host), which differs between two runs of one
+  point by design, and
+- PROTOCOL: how the point was measured (cast_protocol; energy_method for energy and power metrics). Two
+  points alike but for these are the same point measured differently: not comparable, and said so.
+Where one run's table lacks a key column (an older table), its value there is empty.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from ..tables import LONG_COLUMNS
+
+IDENTITY = [
+    "profile",
+    "device",
+    "devices",
+    "gpu_name",
+    "gpu_uuid",
+    "gpu_serial",
+    "source_file",
+    "status",
+    "reason",
+    "host",
+    "dcgm_note",
+]
+# Protocol column -> the units of the metrics it bears on (None: every metric).
+PROTOCOL: dict[str, set[str] | None] = {"cast_protocol": None, "energy_method": {"J", "W"}}
+# Statistics that describe a sample's spread or an interval, not its centre: never compared themselves
+# (a metric with a median is compared by its median; the rest name quantities of their own, e.g.
+# energy_per_inference gross / above_idle).
+SPREAD = {"p25", "p75", "iqr", "min", "max", "count", "ci_low", "ci_high", "p_value"}
+SPREAD_SUFFIXES = ("_ci_low", "_ci_high")
+QUANTITY = ["metric", "statistic"]
+
+
+def key_columns(*tables: pd.DataFrame) -> list[str]:
+    """The key columns of a table in two runs: the union of both, in the first one's order."""
+    excluded = {*LONG_COLUMNS, *IDENTITY, *PROTOCOL}
+    columns: list[str] = []
+    for table in tables:
+        columns += [c for c in table.columns if c not in excluded and c not in columns]
+    return columns
+
+
+def normal(value: Any) -> str:
+    """A key value as text that matches across runs: NaN and None as '', 128.0 as '128'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def central(table: pd.DataFrame) -> pd.DataFrame:
+    """The compared rows: a metric's median where its point has one, else each statistic that is not a
+    spread or interval bound (value, mean, gross, total, ...)."""
+    statistic = table["statistic"].astype(str)
+    spread = statistic.isin(SPREAD) | statistic.str.endswith(SPREAD_SUFFIXES)
+    groups = [table[c].map(normal) for c in key_columns(table)] + [table["metric"]]
+    has_median = (statistic == "median").groupby(groups).transform("any")
+    keep = ~spread & (~has_median | (statistic == "median"))
+    return table[keep]
+
+
+def describe_point(keys: dict[str, str]) -> str:
+    """`model=deit-b, batch_size=1, ...`: the point's non-empty key values, for people."""
+    return ", ".join(f"{k}={v}" for k, v in keys.items() if v != "" and k != "study")

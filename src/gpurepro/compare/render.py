@@ -1,0 +1,137 @@
+"""The comparison as a page to read (Markdown), the same page as HTML, and the tidy table (CSV)."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pandas as pd
+
+from .grade import NOISE_FLOOR, NOT_COMPARABLE, SAME
+
+HOW_GRADED = (
+    "Each metric both runs measured is matched on its point's key columns (every column but the value, "
+    "the run's identity and the protocol) and compared as B/A of its median (else its single value). "
+    "With raw reps on both sides the ratio gets a 95% percentile-bootstrap interval: *same within noise* "
+    "where it includes 1, else a resolved change. Without reps a change below the noise floor of its kind "
+    f"({', '.join(f'{kind} {floor:.0%}' for kind, floor in NOISE_FLOOR.items())}) is the same within noise. "
+    "Time and rate changes read faster/slower, others higher/lower. A point measured on one side only, "
+    "with another protocol or unit, or without a value, is *not comparable*, with the reason."
+)
+SHOWN = ["point", "metric", "statistic", "unit", "a_value", "b_value", "ratio", "summary"]
+
+
+def counts(table: pd.DataFrame) -> str:
+    """'12 same within noise, 3 slower, 1 not comparable' over the table's rows."""
+    tally = table["grade"].value_counts()
+    return ", ".join(f"{count} {grade}" for grade, count in tally.items()) or "nothing to compare"
+
+
+def _number(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) and math.isfinite(value) else ""
+
+
+def _ratio(row: pd.Series) -> str:
+    if not (isinstance(row["ratio"], float) and math.isfinite(row["ratio"])):
+        return ""
+    interval = f" [{row['ci_low']:.4g}, {row['ci_high']:.4g}]" if pd.notna(row.get("ci_low")) else ""
+    return f"{row['ratio']:.4g}{interval}"
+
+
+def _cells(row: pd.Series) -> list[str]:
+    return [
+        str(row["point"] if pd.notna(row["point"]) else ""),
+        str(row["metric"]),
+        str(row["statistic"] if pd.notna(row["statistic"]) else ""),
+        str(row["unit"] if pd.notna(row["unit"]) else ""),
+        _number(row["a_value"]),
+        _number(row["b_value"]),
+        _ratio(row),
+        str(row["summary"]),
+    ]
+
+
+def resolved(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose change exceeds the noise, their point prefixed with its table: what a reader looks
+    for first, gathered from every study."""
+    rows = table[~table["grade"].isin([SAME, NOT_COMPARABLE])]
+    return rows.assign(point=rows["table"] + ": " + rows["point"].fillna(""))
+
+
+HEADERS = ["point", "metric", "statistic", "unit", "A", "B", "B/A [95% interval]", "grade"]
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def reference_line(changes: pd.DataFrame) -> str:
+    """The reference rates' ratios B/A, where the runs measured different GPUs ('' where not)."""
+    rates = changes[changes["field"].str.startswith("reference rate")]
+    return "; ".join(f"{r.field.removeprefix('reference rate ')}: {r.note}" for r in rates.itertuples())
+
+
+def markdown(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
+    lines = [f"# Comparison: A = {a}, B = {b}", "", f"{counts(table)}.", "", "## What changed", ""]
+    if changes.empty:
+        lines.append("Nothing the sidecars record differs between the runs.")
+    else:
+        lines += ["| field | A | B | note |", "|---|---|---|---|"]
+        lines += [
+            f"| {' | '.join(_md_cell(str(v)) for v in row)} |" for row in changes.itertuples(index=False)
+        ]
+    lines += ["", "## How graded", "", HOW_GRADED, ""]
+    reference = reference_line(changes)
+    sections = [("Changes beyond noise", resolved(table)), *table.groupby("study", sort=True)]
+    for study, rows in sections:
+        lines += [f"## {study}", "", f"{counts(rows)}."]
+        if reference:
+            lines += ["", f"Different GPUs: reference rates B/A: {reference}."]
+        lines += ["", f"| {' | '.join(HEADERS)} |", "|" + "---|" * len(HEADERS)]
+        lines += [f"| {' | '.join(map(_md_cell, _cells(row)))} |" for _, row in rows.iterrows()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _html_table(headers: list[str], rows: list[list[str]], colours: list[str] | None = None) -> list[str]:
+    e = html.escape
+    out = ["<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>"]
+    for index, cells in enumerate(rows):
+        style = f' style="background:{colours[index]}"' if colours and colours[index] else ""
+        out.append(f"<tr{style}>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>")
+    return [*out, "</table>"]
+
+
+def _colour(row: pd.Series) -> str:
+    if row["grade"] == NOT_COMPARABLE:
+        return "#eeeeee"
+    return {"B better": "#d4edda", "B worse": "#f8d7da"}.get(str(row["better"]), "")
+
+
+def to_html(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
+    """A standalone page (the Snakemake report shows HTML inline)."""
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html><head><meta charset="utf-8">',
+        f"<title>Comparison: {e(a)} vs {e(b)}</title>",
+        "<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin-bottom:1em}"
+        "td,th{border:1px solid #999;padding:4px;vertical-align:top;text-align:left}</style>",
+        "</head><body>",
+        f"<h1>Comparison: A = {e(a)}, B = {e(b)}</h1>",
+        f"<p>{e(counts(table))}.</p>",
+        "<h2>What changed</h2>",
+    ]
+    if changes.empty:
+        parts.append("<p>Nothing the sidecars record differs between the runs.</p>")
+    else:
+        parts += _html_table(["field", "A", "B", "note"], changes.astype(str).values.tolist())
+    parts += ["<h2>How graded</h2>", f"<p>{e(HOW_GRADED).replace('*', '')}</p>"]
+    reference = reference_line(changes)
+    for study, rows in [("Changes beyond noise", resolved(table)), *table.groupby("study", sort=True)]:
+        parts += [f"<h2>{e(str(study))}</h2>", f"<p>{e(counts(rows))}.</p>"]
+        if reference:
+            parts.append(f"<p>Different GPUs: reference rates B/A: {e(reference)}.</p>")
+        cells = [_cells(row) for _, row in rows.iterrows()]
+        parts += _html_table(HEADERS, cells, [_colour(row) for _, row in rows.iterrows()])
+    return "\n".join([*parts, "</body></html>", ""])

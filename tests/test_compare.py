@@ -1,0 +1,239 @@
+"""gpurepro compare: two made runs (tables, raw reps, sidecars written here), each grade, what changed,
+the CLI's outputs and the workflow target's message without compare_with."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpurepro.cli import main
+from gpurepro.compare import changes, match
+from gpurepro.compare.folders import default_out
+from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME, SLOWER
+from gpurepro.compare.outputs import write
+from gpurepro.compare.pack import sha256
+from gpurepro.compare.runs import load_run
+from gpurepro.errors import GpureproError
+from gpurepro.tables import describe, long_frame, single
+
+from .conftest import ROOT, run_snakemake
+
+GPU = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-aaaa", "driver_version": "580.1", "power_limit_w": 700.0}
+SOFTWARE = {"python": "3.12.3", "torch": "2.11.0"}
+
+
+def _reps(median: float, n: int = 20, seed: int = 0) -> np.ndarray:
+    """n reps around `median` with 0.5% noise."""
+    return median * (1 + 0.005 * np.random.default_rng(seed).standard_normal(n))
+
+
+def _write(path: Path, frame: pd.DataFrame, sidecar: dict | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    if sidecar is not None:
+        path.with_name(f"{path.stem}.provenance.json").write_text(json.dumps(sidecar))
+
+
+def make_run(
+    root: Path,
+    name: str = "h100",
+    *,
+    sgemm_ms: float = 20.0,
+    latency_ms: float = 7.0,
+    idle_w: float = 70.0,
+    sizes: tuple[int, ...] = (1024,),
+    cast_protocol: str = "region_cached",
+    gpu: dict | None = None,
+    software: dict | None = None,
+    fp32_rate: float = 51.0,
+    seed: int = 0,
+) -> Path:
+    """A results folder of one device: sgemm, inference and reference tables with their raw reps."""
+    run = root / name
+    sidecar = {"profile": name, "gpus": [gpu or GPU], "software": software or SOFTWARE, "config_hash": "abc"}
+    identity = {
+        "profile": name,
+        "device": "0",
+        "gpu_name": (gpu or GPU)["name"],
+        "gpu_uuid": (gpu or GPU)["uuid"],
+    }
+    frames = []
+    for n in sizes:
+        ms = _reps(sgemm_ms * (n / 1024) ** 3, seed=seed + n)
+        raw = f"cublas_n{n}.csv"
+        _write(run / "sgemm" / "raw" / raw, pd.DataFrame({"ms": ms, "tflops": 2 * n**3 / ms / 1e9}), sidecar)
+        keys = {"study": "sgemm", **identity, "backend": "cublas", "n": n, "source_file": raw}
+        rows = describe(pd.Series(ms), "time", "ms") + describe(
+            pd.Series(2 * n**3 / ms / 1e9), "rate", "TFLOP/s"
+        )
+        frames.append(long_frame(keys, [*rows, single("idle_power", idle_w, "W")]))
+    _write(run / "tables" / "sgemm.csv", pd.concat(frames))
+
+    ms = _reps(latency_ms, seed=seed + 1)
+    raw = "deit-b_b1_fp16_eager.csv"
+    _write(run / "inference" / "raw" / "deit" / raw, pd.DataFrame({"ms": ms, "runs": 100}), sidecar)
+    point = {"family": "deit", "model": "deit-b", "seq_len": None, "batch_size": 1, "precision": "fp16"}
+    keys = {"study": "inference", **identity, **point, "mode": "eager", "cast_protocol": cast_protocol}
+    keys.update(status="ok", reason="", source_file=raw)
+    _write(run / "tables" / "inference_deit.csv", long_frame(keys, describe(pd.Series(ms), "latency", "ms")))
+
+    rates = _reps(fp32_rate, seed=seed + 2)
+    raw_rates = pd.DataFrame({"reference": "fp32_gemm", "rep": range(len(rates)), "value": rates})
+    _write(run / "reference" / "raw" / "rates.csv", raw_rates, sidecar)
+    keys = {"study": "reference", **identity, "status": "ok", "reason": "", "source_file": "rates.csv"}
+    _write(
+        run / "tables" / "reference.csv", long_frame(keys, describe(pd.Series(rates), "fp32_gemm", "TFLOP/s"))
+    )
+    return run
+
+
+def _compare(a: Path, b: Path) -> pd.DataFrame:
+    return match.compare(load_run(a), load_run(b))
+
+
+def _row(table: pd.DataFrame, metric: str, **keys: object) -> pd.Series:
+    rows = table[table["metric"] == metric]
+    for column, value in keys.items():
+        rows = rows[rows[column].astype(str) == str(value)]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+def test_a_rerun_of_the_same_gpu_is_the_same_within_noise(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a", seed=0)
+    b = make_run(tmp_path / "b", seed=10, idle_w=71.0)
+    table = _compare(a, b)
+    latency = _row(table, "latency")
+    assert latency["grade"] == SAME and latency["ci_low"] <= 1 <= latency["ci_high"]
+    assert latency["reps_a"] == latency["reps_b"] == 20
+    # no reps: judged by the noise floor (power 5%), said so
+    idle = _row(table, "idle_power")
+    assert idle["grade"] == SAME and "noise floor 5% for power" in idle["summary"]
+
+
+def test_a_slower_gpu_is_slower_by_the_change_resolved(tmp_path: Path) -> None:
+    table = _compare(make_run(tmp_path / "a"), make_run(tmp_path / "b", sgemm_ms=24.0, seed=3))
+    time = _row(table, "time", n=1024)
+    assert time["grade"] == SLOWER and time["better"] == "B worse"
+    assert time["ratio"] == pytest.approx(1.2, rel=0.01) and time["ci_low"] > 1
+    assert "slower by 20." in time["summary"] and "resolved" in time["summary"]
+    # the rate is lower by the same factor: slower too, not "higher/lower"
+    assert _row(table, "rate", n=1024)["grade"] == SLOWER
+
+
+def test_a_faster_gpu_is_faster_and_a_single_value_beyond_its_floor_is_higher(tmp_path: Path) -> None:
+    table = _compare(make_run(tmp_path / "a"), make_run(tmp_path / "b", latency_ms=5.0, idle_w=80.0))
+    latency = _row(table, "latency")
+    assert latency["grade"] == FASTER and latency["better"] == "B better" and latency["ci_high"] < 1
+    idle = _row(table, "idle_power")
+    assert idle["grade"] == HIGHER and "no reps" in idle["basis"]
+
+
+def test_a_point_on_one_side_only_is_not_comparable(tmp_path: Path) -> None:
+    table = _compare(make_run(tmp_path / "a", sizes=(1024, 2048)), make_run(tmp_path / "b"))
+    absent = table[(table["table"] == "sgemm") & (table["n"].astype(str) == "2048")]
+    assert len(absent) == 1
+    assert absent.iloc[0]["grade"] == NOT_COMPARABLE
+    # the near point of the other run is named, so a changed size or mode reads as such
+    assert absent.iloc[0]["why"] == "absent in B (it has this point with n=1024)"
+
+
+def test_another_cast_protocol_is_not_comparable(tmp_path: Path) -> None:
+    table = _compare(make_run(tmp_path / "a"), make_run(tmp_path / "b", cast_protocol="weights_cast"))
+    latency = _row(table, "latency")
+    assert latency["grade"] == NOT_COMPARABLE
+    assert latency["why"] == "different cast_protocol (A: region_cached, B: weights_cast)"
+
+
+def test_what_changed_lists_only_the_fields_that_differ(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a")
+    b = make_run(
+        tmp_path / "b", gpu={**GPU, "driver_version": "590.2"}, software={**SOFTWARE, "torch": "2.12.0"}
+    )
+    changed = changes.changes(load_run(a), load_run(b)).set_index("field")
+    assert set(changed.index) == {"driver", "torch"}
+    assert (changed.loc["driver", "a"], changed.loc["driver", "b"]) == ("580.1", "590.2")
+    assert (changed.loc["torch", "a"], changed.loc["torch", "b"]) == ("2.11.0", "2.12.0")
+
+
+def test_another_gpu_shows_the_reference_rates_ratio(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a")
+    h200 = {**GPU, "name": "NVIDIA H200", "uuid": "GPU-bbbb"}
+    b = make_run(tmp_path / "b", "h200", gpu=h200, fp32_rate=61.2)
+    changed = changes.changes(load_run(a), load_run(b)).set_index("field")
+    assert changed.loc["GPU model", "b"] == "NVIDIA H200"
+    assert changed.loc["GPU UUID", "a"] == "GPU-aaaa"
+    reference = changed.loc["reference rate fp32_gemm (TFLOP/s)"]
+    assert reference["note"].startswith("B/A 1.2") and "faster" in reference["note"]
+    # another profile name does not unmatch the points: profile is the run's identity, not a key
+    assert _row(_compare(a, b), "latency")["grade"] != NOT_COMPARABLE
+
+
+def test_the_cli_writes_the_page_the_table_and_the_figure(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a", sizes=(1024, 2048))
+    h200 = {**GPU, "name": "NVIDIA H200", "uuid": "GPU-bbbb"}
+    b = make_run(tmp_path / "b", "h200", gpu=h200, sgemm_ms=16.0, fp32_rate=61.2)
+    out = tmp_path / "out"
+    assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    for name in ("compare.md", "compare.csv", "compare.html", "compare.png"):
+        assert (out / name).stat().st_size > 0, name
+    page = (out / "compare.md").read_text()
+    assert "## What changed" in page and "reference rates B/A: fp32_gemm" in page
+    assert "faster by" in page and "not comparable: absent in B" in page
+    assert set(pd.read_csv(out / "compare.csv")["grade"]) >= {SAME, FASTER, NOT_COMPARABLE}
+
+
+def test_the_cli_names_a_folder_that_is_not_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(tmp_path), str(make_run(tmp_path / "b"))]) == 2
+    assert "not a results folder of one device" in capsys.readouterr().err
+
+
+def test_the_workflow_target_says_how_to_name_the_other_run(tmp_path: Path) -> None:
+    result = run_snakemake("-n", "compare", "--cores", "1", "--config", "device=cpu", cwd=ROOT)
+    assert result.returncode != 0
+    assert "config compare_with is empty" in result.stdout + result.stderr
+    planned = run_snakemake(
+        "-n",
+        "compare",
+        "--cores",
+        "1",
+        "--config",
+        "device=cpu",
+        f"compare_with={make_run(tmp_path)}",
+        cwd=ROOT,
+    )
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert "results/compare/h100_vs_cpu/compare.md" in planned.stdout
+
+
+def test_a_packed_run_is_compared_after_its_checksum_is_verified(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a")
+    (a / "verdict.md").write_text("# verdict\n")
+    (a / "logs").mkdir()
+    (a / "logs" / "x.log").write_text("left out\n")
+    archive = tmp_path / "packed" / "lastmonth.tar.gz"
+    assert main(["pack", str(a), "--out", str(archive)]) == 0
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {
+        "h100/tables/sgemm.csv",
+        "h100/sgemm/raw/cublas_n1024.provenance.json",
+        "h100/verdict.md",
+    } <= names
+    assert "h100/logs/x.log" not in names
+    assert Path(f"{archive}.sha256").read_text().split() == [sha256(archive), archive.name]
+
+    b = make_run(tmp_path / "b", sgemm_ms=24.0, seed=3)
+    out = tmp_path / "out"
+    assert main(["compare", str(archive), str(b), "--out", str(out)]) == 0
+    assert "slower by" in (out / "compare.md").read_text()
+    assert default_out(archive, b).name == "lastmonth_vs_h100"
+
+    Path(f"{archive}.sha256").write_text(f"{'0' * 64}  {archive.name}\n")
+    with pytest.raises(GpureproError, match="does not match"):
+        write(archive, b, out)
