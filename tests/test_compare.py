@@ -14,6 +14,7 @@ import pytest
 from gpurepro.cli import main
 from gpurepro.compare import changes, match
 from gpurepro.compare.folders import default_out
+from gpurepro.compare.grade import SAME, grade, metric_kind
 from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME, SLOWER
 from gpurepro.compare.outputs import write
 from gpurepro.compare.pack import sha256
@@ -237,3 +238,13 @@ def test_a_packed_run_is_compared_after_its_checksum_is_verified(tmp_path: Path)
     Path(f"{archive}.sha256").write_text(f"{'0' * 64}  {archive.name}\n")
     with pytest.raises(GpureproError, match="does not match"):
         write(archive, b, out)
+
+
+def test_a_dispersion_is_read_only_beyond_its_own_uncertainty() -> None:
+    """A CV of 10 reps moving from 0.36% to 0.22% (seen between two H100 runs) is the same within noise; a
+    value of the same size change is not."""
+    assert metric_kind("rep_cv", "1", "value") == "dispersion"
+    assert metric_kind("time", "%", "spread_pct") == "dispersion"
+    assert metric_kind("time", "ms", "median") == "time"
+    assert grade(0.0022 / 0.0036, None, "dispersion").grade == SAME
+    assert grade(0.0022 / 0.0036, None, "time").grade != SAME

@@ -25,12 +25,16 @@ KINDS = {
     "rate": HIGHER_IS_BETTER,
     "energy": LOWER_IS_BETTER,
     "power": NEUTRAL,
+    "dispersion": NEUTRAL,
     "other": NEUTRAL,
 }
 # |ratio - 1| below which a ratio without reps is "same within noise": timings and rates of a warm GPU
 # repeat within a few percent run to run (the sgemm and inference reps here spread over an IQR of 0.1-3%);
 # energy and power windows read NVML's counter, which adds its own few percent.
-NOISE_FLOOR = {"time": 0.03, "rate": 0.03, "energy": 0.05, "power": 0.05, "other": 0.05}
+# A dispersion (a CV, a spread between GPUs) estimated from a few reps is itself uncertain: from 10 reps
+# a coefficient of variation is known only to about +-25% (1 / sqrt(2 (n - 1))), so only a change beyond
+# half of it is read.
+NOISE_FLOOR = {"time": 0.03, "rate": 0.03, "energy": 0.05, "power": 0.05, "dispersion": 0.5, "other": 0.05}
 # Metrics whose unit says nothing of their kind, or says the wrong one (a window's length is not a speed).
 METRIC_KINDS = {
     "latency": "time",
@@ -46,8 +50,16 @@ RATE_UNITS = ("/s",)
 TIME_UNITS = {"ms", "s", "us"}
 
 
-def metric_kind(metric: str, unit: str) -> str:
-    """time, rate, energy, power or other: from the metric's name where listed, else from its unit."""
+# A quantity that measures spread rather than a centre: by metric, or by the statistic taken of a metric.
+DISPERSION_METRICS = {"rep_cv"}
+DISPERSION_STATISTICS = {"cv", "spread_pct", "max_over_min"}
+
+
+def metric_kind(metric: str, unit: str, statistic: str = "") -> str:
+    """time, rate, energy, power, dispersion or other: a spread by its metric or statistic, else from the
+    metric's name where listed, else from its unit."""
+    if metric in DISPERSION_METRICS or statistic in DISPERSION_STATISTICS:
+        return "dispersion"
     if metric in METRIC_KINDS:
         return METRIC_KINDS[metric]
     if unit in TIME_UNITS:

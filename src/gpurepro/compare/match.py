@@ -92,7 +92,7 @@ def _why_not(a: Row, b: Row) -> str:
 def _pair(a_run: Run, b_run: Run, a: Row, b: Row) -> Row:
     """The ratio of one matched metric, graded, or why it cannot be."""
     unit = normal(a.get("unit"))
-    out: Row = {"unit": unit, "kind": metric_kind(str(a["metric"]), unit)}
+    out: Row = {"unit": unit, "kind": metric_kind(str(a["metric"]), unit, str(a["statistic"]))}
     out.update(a_value=float(a["value"]), b_value=float(b["value"]))
     if why := _why_not(a, b):
         return {**out, **_not_comparable(why)}
