@@ -14,8 +14,7 @@ import pytest
 from gpurepro.cli import main
 from gpurepro.compare import changes, match
 from gpurepro.compare.folders import default_out
-from gpurepro.compare.grade import SAME, grade, metric_kind
-from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME, SLOWER
+from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME, SLOWER, grade, metric_kind
 from gpurepro.compare.outputs import write
 from gpurepro.compare.pack import sha256
 from gpurepro.compare.runs import load_run
