@@ -165,15 +165,17 @@ def per_gpu_resources():
     return {**claims, "gpu": 1}
 
 
-def measure_threads():
-    """A CPU measurement takes every core, so nothing runs beside it; a GPU job needs one."""
-    if IS_GPU:
-        return 1
-    # Without --cores nothing runs (--report, --lint): any count will do.
+def all_cores():
+    """Every core Snakemake was given; without --cores nothing runs (--report, --lint): any count will do."""
     try:
         return workflow.cores
     except WorkflowError:
         return 1
+
+
+def measure_threads():
+    """A CPU measurement takes every core, so nothing runs beside it; a GPU job needs one."""
+    return 1 if IS_GPU else all_cores()
 
 
 def host_bound_threads():
@@ -181,12 +183,7 @@ def host_bound_threads():
     Python) takes every core locally, so no aggregation, plot or other GPU's job shares the host while it
     is timed (on one H100, eager DeiT-B blocks timed beside such jobs spread over an IQR of 13% of their
     median). On a cluster the scheduler gives each job its own cores."""
-    if not IS_GPU or CLUSTER:
-        return measure_threads()
-    try:
-        return workflow.cores
-    except WorkflowError:
-        return 1
+    return measure_threads() if CLUSTER else all_cores()
 
 
 def check_inference_points(key, precisions, modes):

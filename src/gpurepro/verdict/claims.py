@@ -69,8 +69,12 @@ class Direction:
     above: float | None = None
     below: float | None = None
 
+    @property
+    def threshold(self) -> float:
+        return self.above if self.above is not None else self.below  # type: ignore[return-value]
+
     def holds(self, value: float) -> bool:
-        return value > self.above if self.above is not None else value < self.below  # type: ignore[operator]
+        return value > self.threshold if self.above is not None else value < self.threshold
 
     def describe(self) -> str:
         return f"> {self.above:g}" if self.above is not None else f"< {self.below:g}"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .claims import INFORMATIONAL, RELATIVE, Claim
+from .claims import INFORMATIONAL, RELATIVE, Claim, Direction
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
 from .hardware import Gpu
 from .ranges import accepted_range, untestable_reason
@@ -213,7 +213,8 @@ class _Judge:
             return result(NOT_COMPARABLE, f"off {paper[0].name}: {off.why}", OFF_PAPER)
         try:
             if claim.order:
-                return self._order(claim, result)
+                verdict, detail, ordered = self._order(claim)
+                return result(verdict, detail, RELATIVE, values=ordered)
             values, how = self._values(claim)
         except NotMeasured as why:
             return result(NOT_MEASURED, str(why))
@@ -273,9 +274,9 @@ class _Judge:
         )
         return Values([value], claim.unit, _combined_interval(numerator, second, sign)), how
 
-    def _order(self, claim: Claim, result) -> Outcome:  # type: ignore[no-untyped-def]
-        """Each point's value must exceed the one before; a step counts only where the two points'
-        intervals do not overlap."""
+    def _order(self, claim: Claim) -> tuple[str, str, tuple[float, ...]]:
+        """The result, its detail and the points' values: each point's value must exceed the one before;
+        a step counts only where the two points' intervals do not overlap."""
         points = [
             read(claim.measure.with_where(where), claim.study, self.tables, self.rules)
             for where in claim.order
@@ -299,7 +300,7 @@ class _Judge:
                 steps.append(f"[{low_a:.4g}, {high_a:.4g}] overlaps [{low_b:.4g}, {high_b:.4g}]")
         verdict = ORDER_FAILS if reversed_ else NOT_RESOLVED if unresolved else ORDER_HOLDS
         detail = f"{'; '.join(steps)} {claim.unit} (95% intervals) from {claim.measure.describe()}"
-        return result(verdict, detail, RELATIVE, values=tuple(values))
+        return verdict, detail, tuple(values)
 
     def _off_paper(self, claim: Claim, paper: Gpu, values: Values, how: str) -> tuple[str, str]:
         """How a claim with nothing to make it comparable reads off the paper's GPU: its value shown
@@ -384,10 +385,10 @@ def _inside(values: Values, accepted: tuple[float, float]) -> bool | None:
     return None
 
 
-def _direction(values: Values, direction) -> bool | None:  # type: ignore[no-untyped-def]
+def _direction(values: Values, direction: Direction) -> bool | None:
     """True or False where resolved, None where not: the interval includes the threshold, or (without
     one) a value lies within NEAR_THRESHOLD of it."""
-    threshold = direction.above if direction.above is not None else direction.below
+    threshold = direction.threshold
     if values.intervals is not None and all(_known(i) for i in values.intervals):
         if all(direction.holds(low) and direction.holds(high) for low, high in values.intervals):
             return True
@@ -401,10 +402,10 @@ def _direction(values: Values, direction) -> bool | None:  # type: ignore[no-unt
     return all(direction.holds(v) for v in values.values)
 
 
-def _unresolved_why(values: Values, direction) -> str:  # type: ignore[no-untyped-def]
+def _unresolved_why(values: Values, direction: Direction) -> str:
     if values.intervals is not None and all(_known(i) for i in values.intervals):
         spans = ", ".join(f"[{low:.4g}, {high:.4g}]" for low, high in values.intervals)
-        return f"the 95% interval {spans} includes {direction.describe()[2:]}"
+        return f"the 95% interval {spans} includes {direction.threshold:g}"
     return "no interval over repeats, and the value is too near the threshold to read without one"
 
 
