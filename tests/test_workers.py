@@ -97,7 +97,8 @@ def test_concurrent_workers_import_only_the_training(tmp_path: Path) -> None:
     assert not _imported(children, (*COMMAND_LINE, "jsonschema"))
     assert len(children) == 2, [c["argv"] for c in children]
     for worker in children:
-        assert _started_from(worker, launcher.WORKER) and "gpurepro.hfta_study.training" in worker["modules"]
+        assert _started_from(worker, launcher.WORKER_START)
+        assert "gpurepro.hfta_study.training" in worker["modules"]
     assert set(pd.read_csv(out)["status"]) == {"ok"}
 
 
@@ -126,7 +127,7 @@ def _tiny(steps: int) -> TrainSettings:
 
 
 def _workers() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children() if launcher.WORKER in p.cmdline()]
+    return [p for p in psutil.Process().children() if launcher.WORKER_ENTRY in p.cmdline()]
 
 
 def test_a_worker_killed_from_outside_fails_the_point(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ end, writes protected raw data, and reruns one target alone."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -266,6 +267,10 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert (results / "plots" / "sgemm.png").read_bytes()[:4] == b"\x89PNG"
     for raw in (results / "sgemm" / "raw").iterdir():
         assert not os.stat(raw).st_mode & stat.S_IWUSR, f"{raw} is not write-protected"
+    # every job was forked from the run's fork server, which left with the run
+    for sidecar in (results / "sgemm" / "raw").glob("torch_n*[0-9].provenance.json"):
+        assert json.loads(sidecar.read_text())["launch"].startswith("forked from fork server ")
+    assert "listening at" in (results / "logs" / "forkserver.log").read_text()
     assert sorted(p.name for p in (results / "logs" / "sgemm").iterdir()) == [
         "aggregate.log",
         "plot.log",

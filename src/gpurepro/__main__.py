@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from .forkserver.client import gpurepro
 
-sys.exit(main())
+sys.exit(gpurepro())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, nvml
+from .forkserver import protocol
 from .profiles import project_root
 
 
@@ -69,6 +70,13 @@ def software_versions() -> dict[str, Any]:
     return versions
 
 
+def launch() -> str:
+    """How this process started: forked from the run's fork server (libraries imported before the fork)
+    or as an interpreter of its own. Neither touches the GPU before the job does."""
+    server = os.environ.get(protocol.FORKED_VAR)
+    return f"forked from fork server {server}" if server else "own interpreter"
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
@@ -95,6 +103,7 @@ def begin(
         "config_hash": config_digest,
         "container": container_state(),
         "command": sys.argv,
+        "launch": launch(),
         "start_time": now_iso(),
         **(extra or {}),
     }

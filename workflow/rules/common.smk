@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from gpurepro import nvml, profiles, provenance  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
+from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
@@ -106,6 +107,26 @@ os.environ.update(
 )
 
 
+FORK_SERVER = []  # the run's fork server, once onstart has started it
+
+
+def start_fork_server():
+    """Local jobs on the host start by fork from one preloaded process (gpurepro.forkserver); jobs in a
+    container or on a cluster node could not reach it, and start their own interpreters as before.
+    """
+    if not config["fork_server"] or CLUSTER or CONTAINER_ENGINE != "none":
+        return
+    try:
+        FORK_SERVER.append(forkserver.start(Path(RESULTS, "logs", "forkserver.log")))
+    except RuntimeError as err:
+        print(f"gpurepro: {err}: every job starts its own interpreter", file=sys.stderr)
+
+
+def stop_fork_server():
+    while FORK_SERVER:
+        FORK_SERVER.pop().stop()
+
+
 onstart:
     # Checked once the executor is known (a dry-run plans without one): cluster.enabled measures GPU 0 of
     # each job's own allocation, which is only right where the scheduler gives each job its own GPU.
@@ -117,6 +138,11 @@ onstart:
             else "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
             "Use the default profile, or --profile profiles/slurm"
         )
+    start_fork_server()
+
+
+onerror:
+    stop_fork_server()
 
 
 # The CUDA kernels (kernels/) need nvcc and a GPU profile; without nvcc they are skipped, and said so.

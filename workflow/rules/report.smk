@@ -40,6 +40,7 @@ report:
 
 
 onsuccess:
+    stop_fork_server()
     # --report-after-run read the workflow before this run made the verdict: point the landing page at it
     # (the `report:` directive only works while the workflow is read, so the attribute is set directly).
     if VERDICT_LANDING_PAGE.is_file():

@@ -1,13 +1,14 @@
 """The B processes of `concurrent` and `mps`: started together, each trains one model, and all begin
 their timed steps at one barrier, so the measured window is B models sharing the GPU.
 
-Each process is a fresh interpreter running `python -m gpurepro.hfta_study.worker` (not a fork: a forked
-CUDA context is unusable; not multiprocessing's spawn either, which re-runs the parent's main script, the
-whole command line, in every process). It inherits the environment, which is how the MPS daemon's pipe
-directory reaches it, and talks to the launcher over a pipe of its own: its settings in, `ready` after
-its warm-up, the start signal back once all B are ready (the barrier), its result or failure out. A
-process that fails before the barrier breaks it, so the others stop waiting; the first failure decides
-the point's status (an out-of-memory error anywhere makes it `oom`).
+Each process runs `gpurepro.hfta_study.worker` from a fresh interpreter, or forked from the run's fork
+server (gpurepro.forkserver), never from this process (a forked CUDA context is unusable), nor through
+multiprocessing's spawn, which re-runs the parent's main script, the whole command line, in every
+process. It inherits the environment, which is how the MPS daemon's pipe directory reaches it, and talks
+to the launcher over a pipe of its own: its settings in, `ready` after its warm-up, the start signal back
+once all B are ready (the barrier), its result or failure out. A process that fails before the barrier
+breaks it, so the others stop waiting; the first failure decides the point's status (an out-of-memory
+error anywhere makes it `oom`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import torch
 from ..inference.modes import PointFailed
 from . import training
 
-WORKER = "gpurepro.hfta_study.worker"
+# Through the run's fork server where there is one (forked in milliseconds, not seconds of imports each).
+WORKER_START = "gpurepro.forkserver.client"
+WORKER_ENTRY = "gpurepro.hfta_study.worker:main"
 # What the launcher sends a ready process: start the timed steps, or give up (another process failed).
 START, ABORT = "start", "abort"
 
@@ -66,9 +69,10 @@ def _start(settings: training.TrainSettings, index: int, env: Mapping[str, str])
     """Process `index`, given its settings through its end of a new pipe."""
     ours, theirs = multiprocessing.Pipe()
     with theirs:
+        fd = theirs.fileno()
         process = subprocess.Popen(
-            [sys.executable, "-m", WORKER, str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
+            [sys.executable, "-m", WORKER_START, f"--pass-fd={fd}", WORKER_ENTRY, str(fd)],
+            pass_fds=[fd],
             env={**os.environ, **env},
         )
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # dead already: _collect says so
