@@ -31,6 +31,8 @@ include: "workflow/rules/reference.smk"
 include: "workflow/rules/report.smk"
 # Not in `all`: this run against another (snakemake compare --config compare_with=<results folder>).
 include: "workflow/rules/compare.smk"
+# The estimate of the planned jobs' wall time, printed before they start.
+include: "workflow/rules/runplan.smk"
 
 
 rule all:

@@ -65,7 +65,7 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
         "sgemm/raw/torch_n25536.csv",
         f"hfta/raw/resnet18/stock/hfta_fp16_b{best_b}_run1.csv",
         f"hfta/raw/resnet18/stock/mps_fp16_b{best_b}_run1.csv",
-        f"hfta/raw/resnet18/graphed/serial_fp16_b{best_b}_run1.csv",
+        "hfta/raw/resnet18/stock/serial_fp16_b8_run1.csv",
         "inference/raw/deit/deit-t_b1_fp16_eager.csv",
         "inference/raw/bert/bert-b_s384_b1_fp16_eager.csv",
         "inference/raw/bert/bert-l_s320_b1_fp16_eager.csv",
@@ -75,6 +75,8 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
         assert f"results/h100/{path}" in planned, path
     assert re.search(r"gpurepro sgemm 25536 \d+ 0 .*--out results/h100/variability/raw/", planned)
     assert "bert-l_s128" not in planned and "_2gpu.csv" not in planned
+    # serial's rate is one model's at any B: measured at the smaller B only; the claims judge stock steps
+    assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
 
 
 def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp() -> None:
@@ -148,13 +150,13 @@ def test_bad_config_fails_before_any_job(override: str, message: str) -> None:
 def test_graphed_hfta_points_are_planned_as_config_hfta_graphs_says(
     hfta: str, graphed: bool, said: str
 ) -> None:
-    result = run_snakemake(
-        "-n", "--cores", "1", "--config", "device=h100", "quick=true", f"hfta={hfta}", cwd=ROOT
-    )
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=h100", f"hfta={hfta}", cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
-    assert "hfta/raw/resnet18/stock/serial_fp16_b8_run1.csv" in planned
-    assert ("hfta/raw/resnet18/graphed/serial_fp16_b8_run1.csv" in planned) == graphed
+    assert "hfta/raw/resnet18/stock/serial_fp16_b1_run1.csv" in planned
+    assert ("hfta/raw/resnet18/graphed/serial_fp16_b1_run1.csv" in planned) == graphed
+    # one model trained by one process is serial's B=1 point: concurrent starts at B=2
+    assert "stock/concurrent_fp16_b1_run1.csv" not in planned and "stock/concurrent_fp16_b2_run1" in planned
     assert ("--graphs on" in planned) == graphed and "--graphs off" in planned
     assert said in result.stderr
 

@@ -110,11 +110,15 @@ os.environ.update(
 FORK_SERVER = []  # the run's fork server, once onstart has started it
 
 
-def start_fork_server():
+def fork_server_wanted():
     """Local jobs on the host start by fork from one preloaded process (gpurepro.forkserver); jobs in a
     container or on a cluster node could not reach it, and start their own interpreters as before.
     """
-    if not config["fork_server"] or CLUSTER or CONTAINER_ENGINE != "none":
+    return config["fork_server"] and not CLUSTER and CONTAINER_ENGINE == "none"
+
+
+def start_fork_server():
+    if not fork_server_wanted():
         return
     try:
         FORK_SERVER.append(forkserver.start(Path(RESULTS, "logs", "forkserver.log")))
@@ -138,6 +142,7 @@ onstart:
             else "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
             "Use the default profile, or --profile profiles/slurm"
         )
+    print_estimate()
     start_fork_server()
 
 

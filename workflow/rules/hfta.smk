@@ -8,6 +8,8 @@
 # without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
 # Then `hfta` (tables/hfta.csv, normalised throughput; tables/hfta_speedup.csv) and `plot_hfta`.
 
+from gpurepro.hfta_study import sweep as hfta_sweep  # noqa: E402
+
 HFTA = PROFILE["hfta"]
 HFTA_RUN = config["hfta"]
 HFTA_RAW = f"{RESULTS}/hfta/raw"
@@ -36,7 +38,7 @@ if HFTA_GRAPHS == "on" and HFTA_RUN["optimizer"] != "sgd":
         "use sgd, or graphs auto or off"
     )
 HFTA_STEPS = ["stock"]
-if IS_GPU and HFTA_GRAPHS != "off":
+if IS_GPU and HFTA_GRAPHS != "off" and HFTA.get("graphed", True):
     if HFTA_RUN["optimizer"] == "sgd":
         HFTA_STEPS.append("graphed")
     else:
@@ -53,6 +55,10 @@ HFTA_POINTS = dict(
     b=HFTA["b_values"],
     run=range(1, HFTA["repeats"] + 1),
 )
+# Points whose answer another point gives are left out (gpurepro/hfta_study/sweep.py): serial runs at
+# serial_b_values only (the smallest B unless the profile says otherwise), concurrent not at B=1.
+HFTA_SERIAL_B = HFTA.get("serial_b_values", [min(HFTA["b_values"])])
+
 # ResNet-18 reads real Tiny-ImageNet batches when data.source is tiny-imagenet; everything else trains
 # on synthetic batches.
 HFTA_REAL_DATA = DATA["source"] == "tiny-imagenet"
@@ -60,27 +66,6 @@ HFTA_REAL_FLAGS = (
     f"--data-source tiny-imagenet --data-root {DATASET_ROOTS['tiny-imagenet']}"
 )
 
-
-# Say up front roughly how long the sweep takes: start-up, idle baseline and the models' set-up per point
-# (serial builds and warms up B models one after another); training itself and cool-down come on top.
-HFTA_POINTS_PER_B = (
-    len(HFTA["workloads"])
-    * len(HFTA_STEPS)
-    * len(HFTA["modes"])
-    * len(HFTA["precisions"])
-    * HFTA["repeats"]
-)
-HFTA_MINUTES = (
-    HFTA_POINTS_PER_B
-    * sum(20 + config["telemetry"]["idle_seconds"] + 2 * b for b in HFTA["b_values"])
-    / 60
-)
-if HFTA_MINUTES > 30:
-    print(
-        f"gpurepro: the hfta sweep on {DEVICE} has {HFTA_POINTS_PER_B * len(HFTA['b_values'])} points; measuring "
-        f"all of them takes roughly {HFTA_MINUTES / 60:.1f} h plus cool-down waits (quick=true measures a few)",
-        file=sys.stderr,
-    )
 
 # Like every measuring job, each samples DCGM beside its telemetry where DCGM exists (common.smk).
 HFTA_FLAGS = (
@@ -130,8 +115,12 @@ rule hfta_point:
 
 rule hfta:
     input:
-        tables=expand(rules.hfta_point.output.table, **HFTA_POINTS),
-        traces=expand(rules.hfta_point.output.trace, **HFTA_POINTS),
+        tables=hfta_sweep.files(
+            rules.hfta_point.output.table, HFTA_POINTS, HFTA_SERIAL_B
+        ),
+        traces=hfta_sweep.files(
+            rules.hfta_point.output.trace, HFTA_POINTS, HFTA_SERIAL_B
+        ),
     output:
         table=f"{RESULTS}/tables/hfta.csv",
         summary=f"{RESULTS}/tables/hfta_speedup.csv",

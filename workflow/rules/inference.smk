@@ -63,33 +63,6 @@ BERT_POINTS = dict(
 )
 
 
-# Say up front roughly how long a long sweep takes: start-up, idle and active-idle baselines, timing and
-# energy window per point, and about a minute of compilation per compiled point; cool-down waits come on
-# top.
-INFERENCE_POINTS = len(DEIT_COMBINATIONS) + len(BERT_COMBINATIONS)
-INFERENCE_WINDOW_S = max(
-    config["telemetry"]["min_energy_window_s"], INFERENCE_RUN["energy_window_s"]
-)
-INFERENCE_MINUTES = (
-    INFERENCE_POINTS
-    * (
-        15
-        + config["telemetry"]["idle_seconds"]
-        + config["telemetry"]["active_idle_seconds"]
-        + 1.5 * INFERENCE_RUN["min_run_time_s"]
-        + INFERENCE_WINDOW_S
-        + 60 * ("compile" in INFERENCE["modes"]) / len(INFERENCE["modes"])
-    )
-    / 60
-)
-if INFERENCE_MINUTES > 30:
-    print(
-        f"gpurepro: the inference sweep on {DEVICE} has {INFERENCE_POINTS} points; measuring all of them "
-        f"takes roughly {INFERENCE_MINUTES / 60:.1f} h plus cool-down waits (quick=true measures a few)",
-        file=sys.stderr,
-    )
-
-
 wildcard_constraints:
     vit_model="deit-[tsb]",
     bert_model="bert-[bl]",
@@ -97,6 +70,13 @@ wildcard_constraints:
     seq=r"\d+",
     precision="fp32|tf32|fp16|bf16",
     mode="eager|compile|cudagraph",
+
+
+# The energy window of a point: energy_window_s, never below the shortest window NVML's counter is
+# trusted over.
+INFERENCE_WINDOW_S = max(
+    config["telemetry"]["min_energy_window_s"], INFERENCE_RUN["energy_window_s"]
+)
 
 
 # Timing, energy-window and active-idle options of every `gpurepro infer` job (the other studies measure

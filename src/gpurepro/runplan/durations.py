@@ -1,0 +1,183 @@
+"""Seconds each planned job takes: this device's earlier benchmark files where they exist, else a model
+of its study.
+
+Earlier files: Snakemake's benchmark file of the same job (same relative path) under this results
+folder or any sibling results folder of the same device (results/h100, results-run2/h100, ...), the
+median of their wall times. A new results folder is how a run is measured again, so that is where the
+history of a device lives.
+
+The models follow the phases every measuring job goes through (harness.py): start-up, cool-down, idle
+baseline, preparation (model build, warm-up), the timed work and the energy window, from the run's own
+settings (idle_seconds, reps, steps, windows). The rates of the work itself (images/s, GEMM TFLOP/s, a
+training step's host time) were measured on an H100 80GB HBM3 and are used as they are on other GPUs,
+where earlier benchmark files of that GPU say better.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .jobs import PlannedJob
+
+# Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
+# cores): forked from the fork server, or a new interpreter importing torch and the project.
+START_FORKED_S, START_OWN_S = 1.0, 9.0
+# Mean cool-down wait of a GPU point: the GPU is usually within 1 C of its idle temperature already.
+COOLDOWN_S = 5.0
+# Preparation of an inference point (model built with random weights, moved, warmed up; H100: 8-14 s),
+# and torch.compile's compilation on top for compiled points (about a minute).
+INFERENCE_PREPARE_S, COMPILE_S = 10.0, 60.0
+# torch.utils.benchmark's blocked_autorange runs a little past min_run_time.
+AUTORANGE_OVERRUN = 1.2
+# GEMM operands allocated and filled on the GPU, plus the cuBLAS handle.
+GEMM_SETUP_S = 2.0
+# HFTA, ResNet-18-sized models at batch 128 (H100, AMP): one model's training rate in samples/s with
+# stock and graphed steps, the rate B models reach sharing the GPU as processes (concurrent) and under
+# MPS, the fused array's rate and its host floor per step, and the set-up of a model and of a process.
+HFTA_MODEL_RATE = {"stock": 10_500.0, "graphed": 66_000.0}
+HFTA_SHARED_RATE = {"concurrent": 40_000.0, "mps": 73_000.0}
+HFTA_FUSED_RATE, HFTA_FUSED_HOST_STEP_S = 120_000.0, 0.025
+HFTA_MODEL_SETUP_S, HFTA_PROCESS_SETUP_S, HFTA_GRAPH_CAPTURE_S = 0.5, 4.0, 1.0
+# ResNet-50 training images/s per GPU (H100: AMP 4,591, TF32 2,516) and torchrun's start-up.
+TRAIN_RATE = {"fp16": 4_600.0, "bf16": 4_600.0, "tf32": 2_500.0, "fp32": 1_000.0}
+TORCHRUN_S = 12.0
+# Jobs that are not measurements: seconds of work after start-up.
+FIXED_S = {
+    "build_kernels": 30.0,
+    "reference_run": 3.0,
+    "build_image": 900.0,
+    "download_tiny_imagenet": 120.0,
+    "tiny_imagenet": 60.0,
+    "imagenet": 3_600.0,
+    "profile_nsys_run": 60.0,
+}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the models read: the run's config and its (quick-adjusted) device profile."""
+
+    config: Mapping[str, Any]
+    profile: Mapping[str, Any]
+    fork_server: bool = False
+    # a GPU profile (the cpu profile has no temperature to cool down from)
+    gpu: bool = True
+    # GEMM rate of this GPU in TFLOP/s (FP32), for the SGEMM jobs
+    fp32_tflops: float = 51.0
+
+    @property
+    def start_s(self) -> float:
+        return START_FORKED_S if self.fork_server else START_OWN_S
+
+    def telemetry(self, key: str) -> float:
+        return float(self.config["telemetry"][key])
+
+
+def _measuring(settings: RunSettings, body_s: float) -> float:
+    """A GPU point: start-up, cool-down and idle baseline around its own work."""
+    cooldown = COOLDOWN_S if settings.gpu else 0.0
+    return settings.start_s + cooldown + settings.telemetry("idle_seconds") + body_s
+
+
+def _gemm(settings: RunSettings, n: int, reps: int, warmup: int) -> float:
+    product_s = 2 * n**3 / (settings.fp32_tflops * 1e12)
+    work = (reps + warmup) * product_s
+    return _measuring(settings, GEMM_SETUP_S + max(work, settings.telemetry("min_energy_window_s")))
+
+
+def sgemm_run(job: PlannedJob, settings: RunSettings) -> float:
+    sgemm = settings.profile["sgemm"]
+    return _gemm(settings, int(job.wildcards["n"]), int(sgemm["reps"]), int(sgemm.get("warmup", 5)))
+
+
+def variability_run(job: PlannedJob, settings: RunSettings) -> float:
+    variability = settings.profile["variability"]
+    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5)
+
+
+def inference_point(job: PlannedJob, settings: RunSettings) -> float:
+    run = settings.config["inference"]
+    prepare = INFERENCE_PREPARE_S + (COMPILE_S if job.wildcards.get("mode") == "compile" else 0.0)
+    window = max(float(run["energy_window_s"]), settings.telemetry("min_energy_window_s"))
+    timed = AUTORANGE_OVERRUN * float(run["min_run_time_s"])
+    return _measuring(settings, prepare + settings.telemetry("active_idle_seconds") + timed + window)
+
+
+def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
+    hfta = settings.profile["hfta"]
+    b, mode, step = int(job.wildcards["b"]), job.wildcards["scheme"], job.wildcards["step"]
+    steps = int(hfta["steps"]) + int(hfta["warmup"])
+    samples = steps * int(hfta["batch_size"])
+    capture = HFTA_GRAPH_CAPTURE_S if step == "graphed" else 0.0
+    min_timed = float(settings.config["hfta"].get("min_timed_s", 0.0))
+    if mode == "serial":  # B models one after another
+        one = max(samples / HFTA_MODEL_RATE.get(step, HFTA_MODEL_RATE["stock"]), min_timed)
+        body = b * (HFTA_MODEL_SETUP_S + capture + one)
+    elif mode in HFTA_SHARED_RATE:  # B processes at once
+        rate = min(b * HFTA_MODEL_RATE["stock"], HFTA_SHARED_RATE[mode])
+        body = HFTA_PROCESS_SETUP_S + capture + max(b * samples / rate, min_timed)
+    else:  # the fused array
+        step_s = max(HFTA_FUSED_HOST_STEP_S, b * int(hfta["batch_size"]) / HFTA_FUSED_RATE)
+        body = HFTA_MODEL_SETUP_S * b + capture + max(steps * step_s, min_timed)
+    return _measuring(settings, body)
+
+
+def train_ddp(job: PlannedJob, settings: RunSettings) -> float:
+    train = settings.profile["train"]
+    precision = job.wildcards.get("precision", train.get("precision", "fp16"))
+    images = (int(train["iterations"]) + int(train["warmup"])) * int(train["batch_size"])
+    rate = TRAIN_RATE.get(precision, TRAIN_RATE["fp32"])
+    return _measuring(settings, TORCHRUN_S + images / rate)
+
+
+def loader_bench(job: PlannedJob, settings: RunSettings) -> float:
+    return settings.start_s + float(settings.config["data"]["loader"]["bench_seconds"]) + 10.0
+
+
+MODELS: dict[str, Callable[[PlannedJob, RunSettings], float]] = {
+    "sgemm_run": sgemm_run,
+    "variability_run": variability_run,
+    "infer_deit": inference_point,
+    "infer_bert": inference_point,
+    "hfta_point": hfta_point,
+    "train_ddp": train_ddp,
+    "loader_bench": loader_bench,
+}
+
+
+def modelled(job: PlannedJob, settings: RunSettings) -> float:
+    """The job's seconds by its study's model; a job that is not a measurement (aggregation, plots, the
+    verdict) is start-up and a second of work, unless FIXED_S names it."""
+    if job.rule in MODELS:
+        return MODELS[job.rule](job, settings)
+    return settings.start_s + FIXED_S.get(job.rule, 1.0)
+
+
+def _wall_time(path: Path) -> float:
+    """The median wall time (column `s`) of a Snakemake benchmark file; NaN if unreadable."""
+    try:
+        lines = path.read_text().splitlines()
+        column = lines[0].split("\t").index("s")
+        return statistics.median(float(line.split("\t")[column]) for line in lines[1:] if line.strip())
+    except (OSError, ValueError, IndexError, statistics.StatisticsError):
+        return math.nan
+
+
+def earlier(job: PlannedJob, results_dir: Path) -> float | None:
+    """The median wall time of this job in earlier runs of this device (see the module's docstring)."""
+    if not job.benchmark:
+        return None
+    benchmark = Path(job.benchmark)
+    try:
+        relative = benchmark.relative_to(results_dir)
+    except ValueError:
+        return None
+    parent = results_dir.parent if results_dir.parent != Path("") else Path(".")
+    times = [_wall_time(p) for p in sorted(parent.glob(f"*/{relative}")) if p.is_file()]
+    times = [t for t in times if not math.isnan(t)]
+    return statistics.median(times) if times else None

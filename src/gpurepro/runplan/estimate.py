@@ -1,0 +1,92 @@
+"""The estimate a run prints before its first job (and a dry-run at its end): the planned jobs' wall
+time, how much of it each study's measurements take, and what it rests on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import durations, schedule
+from .jobs import PlannedJob
+
+# The measuring rules of each study, as the estimate names them.
+STUDIES = {
+    "sgemm_run": "sgemm",
+    "variability_run": "variability",
+    "infer_deit": "inference",
+    "infer_bert": "inference",
+    "hfta_point": "hfta",
+    "train_ddp": "ddp",
+    "reference_run": "reference",
+    "profile_nsys_run": "profiling",
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    jobs: int
+    wall_s: float
+    # the wall time with every job from its study's model (what a first run on this device is told)
+    model_wall_s: float
+    from_earlier: int
+    # study -> (measuring jobs, their seconds in all)
+    studies: Mapping[str, tuple[int, float]]
+
+
+def estimate(
+    jobs: Sequence[PlannedJob],
+    settings: durations.RunSettings,
+    results_dir: Path,
+    cores: int,
+    capacity: Mapping[str, int],
+) -> Estimate:
+    modelled = [durations.modelled(job, settings) for job in jobs]
+    earlier = [durations.earlier(job, results_dir) for job in jobs]
+    seconds = [m if e is None else e for m, e in zip(modelled, earlier, strict=True)]
+    studies: dict[str, tuple[int, float]] = {}
+    for job, s in zip(jobs, seconds, strict=True):
+        if job.rule in STUDIES:
+            count, total = studies.get(STUDIES[job.rule], (0, 0.0))
+            studies[STUDIES[job.rule]] = (count + 1, total + s)
+    return Estimate(
+        jobs=len(jobs),
+        wall_s=schedule.simulate(jobs, seconds, cores, capacity).wall_s,
+        model_wall_s=schedule.simulate(jobs, modelled, cores, capacity).wall_s,
+        from_earlier=sum(e is not None for e in earlier),
+        studies=dict(sorted(studies.items(), key=lambda item: -item[1][1])),
+    )
+
+
+def duration(seconds: float) -> str:
+    """11 min 30 s, 2 h 05 min, 45 s."""
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def _jobs(count: int) -> str:
+    return f"{count} job{'s' * (count != 1)}"
+
+
+def describe(found: Estimate, cores: int) -> str:
+    """The lines the run prints."""
+    if not found.jobs:
+        return "gpurepro: nothing to run"
+    basis = (
+        f"{found.from_earlier} of {found.jobs} jobs from this device's earlier benchmark files, the rest "
+        f"from the studies' models (models alone: {duration(found.model_wall_s)})"
+        if found.from_earlier
+        else "from the studies' models (no earlier benchmark files of these jobs on this device)"
+    )
+    studies = ", ".join(f"{name} {_jobs(count)} {duration(s)}" for name, (count, s) in found.studies.items())
+    lines = [
+        f"gpurepro: {_jobs(found.jobs)} planned, about {duration(found.wall_s)} with {cores} "
+        f"core{'s' * (cores != 1)}; {basis}.",
+    ]
+    if studies:
+        lines.append(f"gpurepro: measurements: {studies} (cool-down waits estimated).")
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""The run's time estimate: jobs on one GPU run one after another and on different GPUs side by side,
+earlier benchmark files of the same job on this device replace the model, and a plan estimates only
+the jobs it holds (a dry-run of one figure does not estimate the whole pipeline)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpurepro import profiles
+from gpurepro.runplan import durations, estimate, schedule
+from gpurepro.runplan.jobs import PlannedJob
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _settings(quick: bool = True, fork_server: bool = True) -> durations.RunSettings:
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    profile = profiles.with_quick_settings(profiles.read_profile("h100", ROOT / "config" / "devices"), quick)
+    return durations.RunSettings(config, profile, fork_server=fork_server)
+
+
+def test_measurements_on_one_gpu_queue_and_on_two_gpus_overlap() -> None:
+    on = [PlannedJob("m", resources={"gpu_0": 1}), PlannedJob("m", resources={"gpu_0": 1})]
+    assert schedule.simulate(on, [10, 20], cores=8, capacity={"gpu_0": 1}).wall_s == 30
+    apart = [PlannedJob("m", resources={"gpu_0": 1}), PlannedJob("m", resources={"gpu_1": 1})]
+    timed = schedule.simulate(apart, [10, 20], cores=8, capacity={"gpu_0": 1, "gpu_1": 1})
+    assert timed.wall_s == 20 and timed.busy_s == {"gpu_0": 10, "gpu_1": 20}
+
+
+def test_a_job_waits_for_its_inputs_and_for_cores() -> None:
+    jobs = [PlannedJob("a", threads=2), PlannedJob("b", threads=2), PlannedJob("c", after=(0, 1))]
+    assert schedule.simulate(jobs, [5, 7, 1], cores=2, capacity={}).wall_s == 13  # a, then b, then c
+    assert schedule.simulate(jobs, [5, 7, 1], cores=4, capacity={}).wall_s == 8  # a and b together
+    # more threads than cores: scaled down to all of them, as Snakemake does
+    assert schedule.simulate([PlannedJob("x", threads=64)], [3], cores=2, capacity={}).wall_s == 3
+
+
+def test_the_fork_server_and_the_run_settings_enter_the_model() -> None:
+    point = PlannedJob("infer_deit", {"vit_model": "deit-b", "mode": "eager"})
+    forked, own = (
+        durations.modelled(point, _settings()),
+        durations.modelled(point, _settings(fork_server=False)),
+    )
+    assert own - forked == pytest.approx(durations.START_OWN_S - durations.START_FORKED_S)
+    compiled = PlannedJob("infer_deit", {"vit_model": "deit-b", "mode": "compile"})
+    assert durations.modelled(compiled, _settings()) - forked == pytest.approx(durations.COMPILE_S)
+    big = durations.modelled(PlannedJob("sgemm_run", {"n": "25536", "backend": "cublas"}), _settings())
+    small = durations.modelled(PlannedJob("sgemm_run", {"n": "8192", "backend": "cublas"}), _settings())
+    assert big > small
+    serial = [
+        durations.modelled(
+            PlannedJob("hfta_point", {"b": b, "scheme": "serial", "step": "stock"}), _settings()
+        )
+        for b in ("8", "32")
+    ]
+    assert serial[1] > 3 * serial[0] - 3 * 20  # B models one after another
+
+
+def _benchmark(path: Path, seconds: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:00\t1.0\n")
+
+
+def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path) -> None:
+    relative = Path("h100/benchmarks/inference/deit/deit-b_b1_fp16_eager.tsv")
+    _benchmark(tmp_path / "results" / relative, 40)
+    _benchmark(tmp_path / "results-run2" / relative, 50)
+    _benchmark(tmp_path / "results-run3" / relative, 90)
+    _benchmark(tmp_path / "results" / "a100" / relative.relative_to("h100"), 1000)  # another GPU's
+    job = PlannedJob("infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / relative))
+    assert durations.earlier(job, tmp_path / "results-new") == 50  # the median of this device's runs
+    unseen = PlannedJob(
+        "infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / "h100/x.tsv")
+    )
+    assert durations.earlier(unseen, tmp_path / "results-new") is None
+    found = estimate.estimate([job, unseen], _settings(), tmp_path / "results-new", 16, {})
+    assert found.from_earlier == 1 and found.wall_s == 50 and found.model_wall_s < 50
+    text = estimate.describe(found, 16)
+    assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
+
+
+def _dry_run(*argv: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+def test_a_dry_run_estimates_only_the_jobs_it_planned() -> None:
+    one_figure = _dry_run("plot_bert", "--cores", "16", "--config", "device=h100", "quick=true")
+    assert "gpurepro: 5 jobs planned, about" in one_figure
+    assert (
+        "measurements: inference 3 jobs" in one_figure and "hfta" not in one_figure.split("jobs planned")[1]
+    )
+
+
+def test_the_full_h100_plan_fits_a_gpu_day() -> None:
+    full = _dry_run("--cores", "16", "--config", "device=h100")
+    line = next(line for line in full.splitlines() if "jobs planned, about" in line)
+    hours = line.split("about ")[1].split(" with")[0]
+    assert " h " in hours and int(hours.split(" h ")[0]) < 8, line

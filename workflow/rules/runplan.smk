@@ -1,0 +1,57 @@
+# How long the planned jobs will take, said before they start: a run prints it from onstart (common.smk),
+# a dry-run at its end (Snakemake calls no handler in a dry-run). Only the jobs this invocation planned
+# count: `snakemake plot_bert -n` estimates the BERT points, not the whole pipeline.
+
+import atexit
+
+from gpurepro import runplan  # noqa: E402
+from gpurepro.runplan import durations, estimate, jobs  # noqa: E402
+
+
+def planned_cores():
+    """The cores Snakemake was given; a dry-run without --cores is estimated for every core here."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return os.cpu_count() or 1
+
+
+def resource_capacity():
+    """The countable resources the run was given (gpu_0=1, ..., gpu=8 from profiles/default)."""
+    values = {
+        name: getattr(value, "value", value)
+        for name, value in workflow.global_resources.items()
+    }
+    return {
+        name: value
+        for name, value in values.items()
+        if not name.startswith("_") and isinstance(value, int)
+    }
+
+
+def print_estimate():
+    """The estimate of the jobs in Snakemake's plan, on stderr."""
+    settings = durations.RunSettings(
+        config=config,
+        profile=PROFILE,
+        fork_server=fork_server_wanted(),
+        gpu=IS_GPU,
+        fp32_tflops=51.0 if IS_GPU else 0.5,
+    )
+    cores = planned_cores()
+    found = estimate.estimate(
+        jobs.from_dag(workflow.dag),
+        settings,
+        Path(config["results_dir"]),
+        cores,
+        {} if CLUSTER else resource_capacity(),
+    )
+    print(estimate.describe(found, cores), file=sys.stderr)
+
+
+def print_estimate_after_dry_run():
+    if workflow.dryrun and getattr(workflow, "dag", None) is not None:
+        print_estimate()
+
+
+atexit.register(print_estimate_after_dry_run)
