@@ -326,3 +326,44 @@ def test_a_closed_runner_refuses_to_run() -> None:
     run.close()
     with pytest.raises(RuntimeError, match="runner is closed"):
         run()
+
+
+class _CoolingRapl(CpuSource):
+    """The linear RAPL counter on a device that is hot at first and cools 1 C a poll (never to its
+    plateau within the wait), so the cool-down runs for cooldown_max_wait_s."""
+
+    def __init__(self) -> None:
+        super().__init__(_LinearRapl())  # type: ignore[arg-type]
+        self.temp = 80.0
+
+    def temperature_c(self) -> dict[str, float]:
+        self.temp -= 1.0
+        return {"cpu": self.temp}
+
+
+def test_after_a_long_enough_cool_down_the_idle_baseline_is_its_tail() -> None:
+    """The device rested with no context through the cool-down: its last idle_seconds are the baseline,
+    not a second rest after it."""
+    from dataclasses import replace
+
+    prepared: list[float] = []
+
+    def prepare() -> Workload:
+        prepared.append(time.time())
+        return _workload([], active_idle=False)
+
+    began = time.time()
+    result = measure(_CoolingRapl(), replace(SETTINGS, cooldown_max_wait_s=1.5), prepare)
+    assert result.cooldown.status == "timeout" and result.cooldown.waited_s >= 1.5
+    idle = result.idle["cpu"]
+    assert idle.seconds == pytest.approx(SETTINGS.idle_seconds, abs=0.01) and idle.method == "rapl"
+    assert idle.power_w == pytest.approx(WATTS, rel=0.05)  # read from the sampled counter
+    assert idle.end_unix_s <= prepared[0] < idle.end_unix_s + 0.1  # prepared at once, no rest after it
+    assert prepared[0] - began < result.cooldown.waited_s + 0.5
+    phases = set(result.trace.frame["phase"])
+    assert "cooldown" in phases and "idle" not in phases
+    # a device that needed no cool-down still rests for its own baseline
+    short = measure(CpuSource(_LinearRapl()), SETTINGS, lambda: _workload([], active_idle=False))  # type: ignore[arg-type]
+    assert "idle" in set(short.trace.frame["phase"]) and short.idle["cpu"].power_w == pytest.approx(
+        WATTS, rel=0.05
+    )

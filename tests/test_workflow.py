@@ -157,6 +157,9 @@ def test_graphed_hfta_points_are_planned_as_config_hfta_graphs_says(
     assert ("hfta/raw/resnet18/graphed/serial_fp16_b1_run1.csv" in planned) == graphed
     # one model trained by one process is serial's B=1 point: concurrent starts at B=2
     assert "stock/concurrent_fp16_b1_run1.csv" not in planned and "stock/concurrent_fp16_b2_run1" in planned
+    assert "stock/mps_fp16_b1_run1.csv" not in planned and "stock/hfta_fp16_b8_run3.csv" in planned
+    # graphed steps are the project's addition: once, the paper's repeats are for the stock comparisons
+    assert "graphed/hfta_fp16_b8_run2.csv" not in planned
     assert ("--graphs on" in planned) == graphed and "--graphs off" in planned
     assert said in result.stderr
 

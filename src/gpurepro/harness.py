@@ -2,7 +2,10 @@
 
 1. cool down (wait until the device's temperature settles),
 2. idle baseline (power and temperature with nothing running), taken before the workload is prepared: a
-   process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle,
+   process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle. After a
+   cool-down of idle_seconds or more, the baseline is its last idle_seconds (the device was at rest with
+   no context, at the temperature the work starts from), read from the sampled energy counter; otherwise
+   a window of its own,
 3. for workloads that ask for it (inference), an active idle after the workload is prepared: context up,
    model built and warm, device at rest, in an energy window of its own. On a GPU that holds a context at
    full clocks (about 55 W above true idle on an H100, about 3 W on an A100), power above the idle of
@@ -52,6 +55,8 @@ from .telemetry import (
 # Phases shorter than this get no achieved rate of their own: a second holds enough sample periods for
 # the rate to be within a few percent at the default 50 Hz.
 MIN_RATE_PHASE_S = 1.0
+# A cool-down this much longer than the idle baseline has the sampler running through its whole tail.
+IDLE_TAIL_MARGIN_S = 1.0
 # The sidecar's per-window medians: (name in the sidecar, trace column).
 WINDOW_MEDIANS = {
     "sm_clock_mhz": "sm_clock_mhz",
@@ -263,7 +268,6 @@ def measure(
     (column `phase`)."""
     recorded = idle_temperatures(source, settings.idle_temperature_dir)
     targets = {device: temperature + COOLDOWN_MARGIN_C for device, temperature in recorded.items()}
-    cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
     meter = EnergyMeter(source, settings.min_energy_window_s)
     phases = _Phases()
     energy: dict[str, EnergyResult] = {}
@@ -275,7 +279,16 @@ def measure(
         else "energy not measured: this device has no readable energy counter"
     )
     with open_sampler(source, settings.rate_hz, settings.sampler) as sampler:
-        idle_windows = _rest(phases, meter, "idle", settings.idle_seconds, lambda: None)
+        with phases.phase("cooldown"):
+            cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
+            cooled_at = time.time()
+        # A cool-down at least as long as the idle baseline ended with the device at rest, with no
+        # context, for idle_seconds: the state the baseline measures. Its tail is the baseline (read from
+        # the sampled energy counter below), instead of as long again after it.
+        idle_tail = (
+            cooldown.waited_s >= settings.idle_seconds + IDLE_TAIL_MARGIN_S and meter.method != "unavailable"
+        )
+        idle_windows = {} if idle_tail else _rest(phases, meter, "idle", settings.idle_seconds, lambda: None)
         with phases.phase("prepare"):
             workload = prepare()
         if workload.active_idle:
@@ -295,6 +308,13 @@ def measure(
     trace = sampler.trace
     assert trace is not None
     trace.frame["phase"] = phases.label(trace.frame["time_unix_s"])
+    if idle_tail:
+        idle_windows = {
+            device: window_from_trace(
+                trace.frame, device, cooled_at - settings.idle_seconds, cooled_at, meter.method, 0.0
+            )
+            for device in source.devices()
+        }
     idle = _baselines(trace.frame, idle_windows)
     active_idle = _baselines(trace.frame, active_windows)
     if not note and workload.operation is None:

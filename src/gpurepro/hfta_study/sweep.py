@@ -3,8 +3,10 @@ precisions, B values and repeats, except those whose answer another point alread
 
 - Serial trains its B models one after another, each alone on the GPU: its rate is one model's at every
   B, so it is measured at `serial_b` only (the profile's serial_b_values; the smallest B by default).
-- Concurrent at B=1 is one process training one model: serial's B=1 point again, left out where serial
-  runs at B=1.
+- Concurrent and MPS at B=1 are one process training one model (under MPS, its only client): serial's
+  B=1 point again, left out where serial runs at B=1.
+- Step kinds other than torch's stock step (graphed) are this project's additions, not the paper's
+  protocol, whose repeats are for the stock comparisons the claims judge: they run once.
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+STOCK = "stock"
+
 
 def planned(point: Mapping[str, Any], serial_b: Sequence[int]) -> bool:
+    if point.get("step", STOCK) != STOCK and int(point.get("run", 1)) > 1:
+        return False
     if point["scheme"] == "serial":
         return point["b"] in serial_b
-    return not (point["scheme"] == "concurrent" and point["b"] == 1 and 1 in serial_b)
+    return not (point["scheme"] in ("concurrent", "mps") and point["b"] == 1 and 1 in serial_b)
 
 
 def points(axes: Mapping[str, Sequence[Any]], serial_b: Sequence[int]) -> Iterator[dict[str, Any]]:

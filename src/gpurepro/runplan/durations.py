@@ -25,31 +25,38 @@ from typing import Any
 from .jobs import PlannedJob
 
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
-# cores): forked from the fork server, or a new interpreter importing torch and the project.
+# cores: median 0.6 s forked from the fork server; 8-11 s as a new interpreter importing torch).
 START_FORKED_S, START_OWN_S = 1.0, 9.0
-# Mean cool-down wait of a GPU point: the GPU is usually within 1 C of its idle temperature already.
-COOLDOWN_S = 5.0
-# Preparation of an inference point (model built with random weights, moved, warmed up; H100: 8-14 s),
-# and torch.compile's compilation on top for compiled points (about a minute).
-INFERENCE_PREPARE_S, COMPILE_S = 10.0, 60.0
+# Mean cool-down wait before a point of each study (H100 quick run: SGEMM and HFTA points leave the GPU
+# 10 C above its idle temperature, and the next point waits 20-45 s for it; inference barely heats it).
+COOLDOWN_S = {"sgemm_run": 27.0, "variability_run": 18.0, "hfta_point": 23.0}
+INFERENCE_COOLDOWN_S = 3.0
+# Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
+# with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
+INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
 # torch.utils.benchmark's blocked_autorange runs a little past min_run_time.
 AUTORANGE_OVERRUN = 1.2
 # GEMM operands allocated and filled on the GPU, plus the cuBLAS handle.
 GEMM_SETUP_S = 2.0
 # HFTA, ResNet-18-sized models at batch 128 (H100, AMP): one model's training rate in samples/s with
 # stock and graphed steps, the rate B models reach sharing the GPU as processes (concurrent) and under
-# MPS, the fused array's rate and its host floor per step, and the set-up of a model and of a process.
+# MPS, the fused array's rate and its host floor per step; set-up of a serial model, of B processes
+# (fixed + per process; MPS adds its daemon), of the fused array (fixed + per model: its convolution
+# forms are timed per shape), and a graph's capture.
 HFTA_MODEL_RATE = {"stock": 10_500.0, "graphed": 66_000.0}
 HFTA_SHARED_RATE = {"concurrent": 40_000.0, "mps": 73_000.0}
 HFTA_FUSED_RATE, HFTA_FUSED_HOST_STEP_S = 120_000.0, 0.025
-HFTA_MODEL_SETUP_S, HFTA_PROCESS_SETUP_S, HFTA_GRAPH_CAPTURE_S = 0.5, 4.0, 1.0
-# ResNet-50 training images/s per GPU (H100: AMP 4,591, TF32 2,516) and torchrun's start-up.
-TRAIN_RATE = {"fp16": 4_600.0, "bf16": 4_600.0, "tf32": 2_500.0, "fp32": 1_000.0}
-TORCHRUN_S = 12.0
+HFTA_MODEL_SETUP_S, HFTA_GRAPH_CAPTURE_S = 0.5, 1.0
+HFTA_PROCESSES_SETUP_S, HFTA_PROCESS_SETUP_S, MPS_DAEMON_S = 4.0, 0.2, 5.0
+HFTA_FUSED_SETUP_S, HFTA_FUSED_SETUP_PER_MODEL_S = 9.5, 0.34
+# ResNet-50 training images/s per GPU, warm-up and cuDNN's autotuning included (H100: 30 + 10 steps of
+# 256 images took 2.4 s in AMP, 18 s in TF32), and torchrun's start-up. No cool-down or idle baseline.
+TRAIN_RATE = {"fp16": 4_300.0, "bf16": 4_300.0, "tf32": 570.0, "fp32": 570.0}
+TORCHRUN_S = 12.5
 # Jobs that are not measurements: seconds of work after start-up.
 FIXED_S = {
     "build_kernels": 30.0,
-    "reference_run": 3.0,
+    "reference_run": 1.1,
     "build_image": 900.0,
     "download_tiny_imagenet": 120.0,
     "tiny_imagenet": 60.0,
@@ -78,26 +85,28 @@ class RunSettings:
         return float(self.config["telemetry"][key])
 
 
-def _measuring(settings: RunSettings, body_s: float) -> float:
+def _measuring(settings: RunSettings, body_s: float, cooldown_s: float) -> float:
     """A GPU point: start-up, cool-down and idle baseline around its own work."""
-    cooldown = COOLDOWN_S if settings.gpu else 0.0
+    cooldown = cooldown_s if settings.gpu else 0.0
     return settings.start_s + cooldown + settings.telemetry("idle_seconds") + body_s
 
 
-def _gemm(settings: RunSettings, n: int, reps: int, warmup: int) -> float:
+def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, cooldown_s: float) -> float:
     product_s = 2 * n**3 / (settings.fp32_tflops * 1e12)
     work = (reps + warmup) * product_s
-    return _measuring(settings, GEMM_SETUP_S + max(work, settings.telemetry("min_energy_window_s")))
+    body = GEMM_SETUP_S + max(work, settings.telemetry("min_energy_window_s"))
+    return _measuring(settings, body, cooldown_s)
 
 
 def sgemm_run(job: PlannedJob, settings: RunSettings) -> float:
     sgemm = settings.profile["sgemm"]
-    return _gemm(settings, int(job.wildcards["n"]), int(sgemm["reps"]), int(sgemm.get("warmup", 5)))
+    n, reps, warmup = int(job.wildcards["n"]), int(sgemm["reps"]), int(sgemm.get("warmup", 5))
+    return _gemm(settings, n, reps, warmup, COOLDOWN_S["sgemm_run"])
 
 
 def variability_run(job: PlannedJob, settings: RunSettings) -> float:
     variability = settings.profile["variability"]
-    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5)
+    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5, COOLDOWN_S["variability_run"])
 
 
 def inference_point(job: PlannedJob, settings: RunSettings) -> float:
@@ -105,7 +114,8 @@ def inference_point(job: PlannedJob, settings: RunSettings) -> float:
     prepare = INFERENCE_PREPARE_S + (COMPILE_S if job.wildcards.get("mode") == "compile" else 0.0)
     window = max(float(run["energy_window_s"]), settings.telemetry("min_energy_window_s"))
     timed = AUTORANGE_OVERRUN * float(run["min_run_time_s"])
-    return _measuring(settings, prepare + settings.telemetry("active_idle_seconds") + timed + window)
+    body = prepare + settings.telemetry("active_idle_seconds") + timed + window
+    return _measuring(settings, body, INFERENCE_COOLDOWN_S)
 
 
 def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
@@ -120,11 +130,13 @@ def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
         body = b * (HFTA_MODEL_SETUP_S + capture + one)
     elif mode in HFTA_SHARED_RATE:  # B processes at once
         rate = min(b * HFTA_MODEL_RATE["stock"], HFTA_SHARED_RATE[mode])
-        body = HFTA_PROCESS_SETUP_S + capture + max(b * samples / rate, min_timed)
+        setup = HFTA_PROCESSES_SETUP_S + HFTA_PROCESS_SETUP_S * b + (MPS_DAEMON_S if mode == "mps" else 0.0)
+        body = setup + capture + max(b * samples / rate, min_timed)
     else:  # the fused array
         step_s = max(HFTA_FUSED_HOST_STEP_S, b * int(hfta["batch_size"]) / HFTA_FUSED_RATE)
-        body = HFTA_MODEL_SETUP_S * b + capture + max(steps * step_s, min_timed)
-    return _measuring(settings, body)
+        setup = HFTA_FUSED_SETUP_S + HFTA_FUSED_SETUP_PER_MODEL_S * b
+        body = setup + capture + max(steps * step_s, min_timed)
+    return _measuring(settings, body, COOLDOWN_S["hfta_point"])
 
 
 def train_ddp(job: PlannedJob, settings: RunSettings) -> float:
@@ -132,7 +144,7 @@ def train_ddp(job: PlannedJob, settings: RunSettings) -> float:
     precision = job.wildcards.get("precision", train.get("precision", "fp16"))
     images = (int(train["iterations"]) + int(train["warmup"])) * int(train["batch_size"])
     rate = TRAIN_RATE.get(precision, TRAIN_RATE["fp32"])
-    return _measuring(settings, TORCHRUN_S + images / rate)
+    return settings.start_s + TORCHRUN_S + images / rate
 
 
 def loader_bench(job: PlannedJob, settings: RunSettings) -> float:
