@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..harness import IDLE_TAIL_MARGIN_S
 from .jobs import PlannedJob
 
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
@@ -86,9 +87,11 @@ class RunSettings:
 
 
 def _measuring(settings: RunSettings, body_s: float, cooldown_s: float) -> float:
-    """A GPU point: start-up, cool-down and idle baseline around its own work."""
+    """A GPU point: start-up, cool-down and idle baseline around its own work (a cool-down longer than
+    the baseline has the baseline as its tail: harness.py)."""
     cooldown = cooldown_s if settings.gpu else 0.0
-    return settings.start_s + cooldown + settings.telemetry("idle_seconds") + body_s
+    idle = settings.telemetry("idle_seconds")
+    return settings.start_s + cooldown + (0.0 if cooldown >= idle + IDLE_TAIL_MARGIN_S else idle) + body_s
 
 
 def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, cooldown_s: float) -> float:
