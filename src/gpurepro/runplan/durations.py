@@ -28,10 +28,12 @@ from .jobs import PlannedJob
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
 # cores: median 0.6 s forked from the fork server; 8-11 s as a new interpreter importing torch).
 START_FORKED_S, START_OWN_S = 1.0, 9.0
-# Mean cool-down wait before a point of each study (H100 quick run: SGEMM and HFTA points leave the GPU
-# 10 C above its idle temperature, and the next point waits 20-45 s for it; inference barely heats it).
-COOLDOWN_S = {"sgemm_run": 27.0, "variability_run": 18.0, "hfta_point": 23.0}
-INFERENCE_COOLDOWN_S = 3.0
+# Mean cool-down wait before a point of each study: SGEMM and HFTA points leave the GPU 5-15 C above its
+# idle temperature, inference barely warms it. How long the next point waits depends on the idle
+# temperature the run recorded: two H100 quick runs, one starting from a cold GPU (32 C: 374 s of
+# waits in all) and one from a warm one (38 C: 118 s); these are the means of both.
+COOLDOWN_S = {"sgemm_run": 17.0, "variability_run": 13.0, "hfta_point": 15.0}
+INFERENCE_COOLDOWN_S = 2.0
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
 INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
