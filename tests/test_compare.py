@@ -19,6 +19,7 @@ from gpurepro.compare.outputs import write
 from gpurepro.compare.pack import sha256
 from gpurepro.compare.runs import load_run
 from gpurepro.errors import GpureproError
+from gpurepro.stats import Interval
 from gpurepro.tables import describe, long_frame, single
 
 from .conftest import ROOT, run_snakemake
@@ -247,3 +248,24 @@ def test_a_dispersion_is_read_only_beyond_its_own_uncertainty() -> None:
     assert metric_kind("time", "ms", "median") == "time"
     assert grade(0.0022 / 0.0036, None, "dispersion").grade == SAME
     assert grade(0.0022 / 0.0036, None, "time").grade != SAME
+
+
+def test_a_change_resolved_over_reps_but_below_its_floor_is_the_same() -> None:
+    """A second run adds what reps cannot see: a tight interval off 1 by 0.5% is no change between runs."""
+    assert grade(1.005, Interval(1.005, 1.004, 1.006), "time").grade == SAME
+    assert grade(1.05, Interval(1.05, 1.04, 1.06), "time").grade == SLOWER
+    assert grade(1.05, Interval(1.05, 0.99, 1.1), "time").grade == SAME  # interval spans 1
+
+
+def test_job_times_and_counts_of_a_measurement_are_not_graded(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    for run, seconds, count in ((a, 10.0, 100.0), (b, 30.0, 300.0)):
+        runtimes = long_frame(
+            {"study": "runtime", "step": "sgemm", "job": "x"}, [single("wall_time", seconds, "s")]
+        )
+        runtimes.to_csv(run / "tables" / "runtimes.csv", index=False)
+        sgemm = pd.read_csv(run / "tables" / "sgemm.csv")
+        extra = sgemm.iloc[[0]].assign(metric="timed_inferences", statistic="value", unit="runs", value=count)
+        pd.concat([sgemm, extra]).to_csv(run / "tables" / "sgemm.csv", index=False)
+    table = _compare(a, b)
+    assert "runtimes" not in set(table["table"]) and "timed_inferences" not in set(table["metric"])

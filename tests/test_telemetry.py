@@ -22,6 +22,8 @@ from gpurepro.telemetry import (
     idle_temperatures,
     measure_idle,
     open_sampler,
+    record_end,
+    settle,
     wait_for_cooldown,
 )
 from gpurepro.telemetry.align import attach
@@ -267,3 +269,17 @@ def test_external_workload_reruns_to_span_the_energy_window() -> None:
     assert _reps_spanning(workload, long_enough, 3.0) is long_enough and asked == []
     spanning = _reps_spanning(workload, reps_of(10, 20.0), 3.0)
     assert asked == [180] and len(spanning) == 180  # 3 s / 20 ms, with 20% to spare
+
+
+def test_a_measurement_leaves_the_gpu_alone_for_a_moment_after_the_last_one_ended(tmp_path: Path) -> None:
+    """The driver keeps a GPU's clocks up for a second after its last context goes: the next measurement
+    waits until SETTLE_S have passed since the previous one ended, and not at all when they have."""
+    device = _CoolingDevice(35.0)
+    waits: list[float] = []
+    assert settle(device, tmp_path, settle_s=4.0, sleep=waits.append) == 0.0 and waits == []  # first
+    record_end(device, tmp_path)
+    waited = settle(device, tmp_path, settle_s=4.0, sleep=waits.append)
+    assert 3.5 < waited <= 4.0 and waits == [waited]
+    (tmp_path / "cpu.ended").write_text(repr(time.time() - 10))  # ended long ago
+    assert settle(device, tmp_path, settle_s=4.0, sleep=waits.append) == 0.0 and len(waits) == 1
+    assert settle(device, None) == 0.0

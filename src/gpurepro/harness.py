@@ -1,6 +1,8 @@
 """The measurement protocol every study shares, so each measures the same way:
 
-1. cool down (wait until the device's temperature settles),
+1. cool down (wait until the device's temperature settles), first leaving the GPU alone for a few seconds
+   after the previous measurement on it ended (cooldown.SETTLE_S: its clocks stay up a moment after the
+   last context goes),
 2. idle baseline (power and temperature with nothing running), taken before the workload is prepared: a
    process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle. After a
    cool-down of idle_seconds or more, the baseline is its last idle_seconds (the device was at rest with
@@ -30,7 +32,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,8 @@ from .telemetry import (
     idle_baseline,
     idle_temperatures,
     open_sampler,
+    record_end,
+    settle,
     wait_for_cooldown,
     window_from_trace,
 )
@@ -280,7 +284,9 @@ def measure(
     )
     with open_sampler(source, settings.rate_hz, settings.sampler) as sampler:
         with phases.phase("cooldown"):
+            settled = settle(source, settings.idle_temperature_dir)
             cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
+            cooldown = replace(cooldown, settled_s=settled)
             cooled_at = time.time()
         # A cool-down at least as long as the idle baseline ended with the device at rest, with no
         # context, for idle_seconds: the state the baseline measures. Its tail is the baseline (read from
@@ -305,6 +311,7 @@ def measure(
                     )
                 else:
                     span_reps = _reps_spanning(workload, reps, settings.min_energy_window_s)
+    record_end(source, settings.idle_temperature_dir)
     trace = sampler.trace
     assert trace is not None
     trace.frame["phase"] = phases.label(trace.frame["time_unix_s"])

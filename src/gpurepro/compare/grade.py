@@ -1,9 +1,11 @@
 """Grading a ratio B/A: same within noise, faster/slower (higher/lower) by X%, resolved or not.
 
 With raw reps on both sides the ratio's interval is the project's percentile bootstrap
-(stats.ratio_interval): it is "same within noise" where the interval includes 1, else resolved. Without
-reps (a metric computed once per run, or one rep) the ratio is "same within noise" where |ratio - 1| is
-below its kind's NOISE_FLOOR, else the change is reported as beyond that floor.
+(stats.ratio_interval). Reps say how much a metric moves within one run; a second run adds what changes
+between runs (clocks, temperature, the host's load), which the reps cannot see. So a change is resolved
+only where the interval excludes 1 and the change is at least its kind's NOISE_FLOOR: a 0.1% change
+in a step time can be resolved by 1,000 reps and still be no difference between two runs. Without reps
+(a metric computed once per run, or one rep) the floor alone decides.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def grade(ratio: float, interval: Interval | None, kind: str) -> Grade:
     change = (ratio - 1) * 100
     if interval is not None and interval.known:
         basis = f"{interval.confidence:.0%} interval [{interval.low:.4g}, {interval.high:.4g}] over reps"
-        resolved = interval.excludes(1.0)
+        resolved = interval.excludes(1.0) and abs(ratio - 1) >= NOISE_FLOOR[kind]
     else:
         floor = NOISE_FLOOR[kind]
         why = f"; {interval.method}" if interval is not None else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -151,9 +152,26 @@ def compare_table(name: str, a_run: Run, b_run: Run) -> list[Row]:
     return rows
 
 
+# Not graded: the pipeline's own job times (cool-down waits included: how long a run took, not what it
+# measured), and counts that say how a measurement was taken (how many inferences fitted a window)
+# rather than what it found; each follows from a graded metric.
+UNGRADED_TABLES = {"runtimes"}
+UNGRADED_METRICS = {"timed_inferences", "energy_window_inferences", "runs_per_block", "samples", "processes"}
+
+
+def _graded(table: pd.DataFrame) -> pd.DataFrame:
+    return table[~table["metric"].isin(UNGRADED_METRICS)]
+
+
 def compare(a_run: Run, b_run: Run) -> pd.DataFrame:
-    """One tidy table: a row per (table, point, metric, statistic) of either run."""
+    """One tidy table: a row per (table, point, metric, statistic) of either run, but the ungraded."""
     rows: list[Row] = []
+    a_run = replace(
+        a_run, tables={k: _graded(t) for k, t in a_run.tables.items() if k not in UNGRADED_TABLES}
+    )
+    b_run = replace(
+        b_run, tables={k: _graded(t) for k, t in b_run.tables.items() if k not in UNGRADED_TABLES}
+    )
     for name in sorted({*a_run.tables, *b_run.tables}):
         if name in a_run.tables and name in b_run.tables:
             rows += compare_table(name, a_run, b_run)

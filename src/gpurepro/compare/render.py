@@ -12,9 +12,11 @@ from .grade import NOISE_FLOOR, NOT_COMPARABLE, SAME
 HOW_GRADED = (
     "Each metric both runs measured is matched on its point's key columns (every column but the value, "
     "the run's identity and the protocol) and compared as B/A of its median (else its single value). "
-    "With raw reps on both sides the ratio gets a 95% percentile-bootstrap interval: *same within noise* "
-    "where it includes 1, else a resolved change. Without reps a change below the noise floor of its kind "
-    f"({', '.join(f'{kind} {floor:.0%}' for kind, floor in NOISE_FLOOR.items())}) is the same within noise. "
+    "A change is resolved only beyond the noise floor of its kind "
+    f"({', '.join(f'{kind} {floor:.0%}' for kind, floor in NOISE_FLOOR.items())}), what a second run adds "
+    "to a metric's noise; with raw reps on both sides, also only where the ratio's 95% percentile-bootstrap "
+    "interval excludes 1. Everything else is *same within noise*. Not graded: the runtimes table (job "
+    "times, cool-down waits included) and counts of how a measurement was taken (inferences per window). "
     "Time and rate changes read faster/slower, others higher/lower. A point measured on one side only, "
     "with another protocol or unit, or without a value, is *not comparable*, with the reason."
 )

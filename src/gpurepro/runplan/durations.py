@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..harness import IDLE_TAIL_MARGIN_S
+from ..telemetry.cooldown import SETTLE_S
 from .jobs import PlannedJob
 
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
@@ -92,8 +93,11 @@ def _measuring(settings: RunSettings, body_s: float, cooldown_s: float) -> float
     """A GPU point: start-up, cool-down and idle baseline around its own work (a cool-down longer than
     the baseline has the baseline as its tail: harness.py)."""
     cooldown = cooldown_s if settings.gpu else 0.0
+    # the GPU left alone after the previous point, what of it its own start-up has not already taken
+    settling = max(0.0, SETTLE_S - settings.start_s) if settings.gpu else 0.0
     idle = settings.telemetry("idle_seconds")
-    return settings.start_s + cooldown + (0.0 if cooldown >= idle + IDLE_TAIL_MARGIN_S else idle) + body_s
+    rest = settling + cooldown + (0.0 if cooldown >= idle + IDLE_TAIL_MARGIN_S else idle)
+    return settings.start_s + rest + body_s
 
 
 def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, cooldown_s: float) -> float:

@@ -24,6 +24,11 @@ from .sources import TelemetrySource
 
 PLATEAU_DROP_C = 1.0  # a temperature that fell by less than this over the plateau window has settled
 COOLDOWN_MARGIN_C = 1.0  # within this of its idle temperature a device has no heat left to lose
+# Seconds a GPU is left alone after the previous measurement on it ended, before the next looks at it: its
+# driver keeps the clocks up for a moment after the last context goes (H100: 1980 MHz and 124 W for the
+# first second, 72 W idle from the second on). Jobs forked from the fork server start within a second of
+# the previous one's end, so without this an idle baseline would open inside that moment.
+SETTLE_S = 4.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class CooldownResult:
     start_temp_c: float
     end_temp_c: float
     target_temp_c: float | None
+    # seconds waited before the cool-down for the previous measurement's end to be SETTLE_S behind
+    settled_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,6 +59,46 @@ def idle_temperatures(source: TelemetrySource, folder: Path | None) -> dict[str,
             name = re.sub(r"[^A-Za-z0-9_.-]", "_", identities.get(device, device))
             recorded[device] = _record_once(folder / f"{name}.json", temperature)
     return recorded
+
+
+def _identity_files(source: TelemetrySource, folder: Path, suffix: str) -> dict[str, Path]:
+    identities = getattr(source, "identities", lambda: {})()
+    return {
+        device: folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', identities.get(device, device))}{suffix}"
+        for device in source.devices()
+    }
+
+
+def record_end(source: TelemetrySource, folder: Path | None) -> None:
+    """Note that a measurement on each of the source's devices ends now (for the next one's settle)."""
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in _identity_files(source, folder, ".ended").values():
+        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as draft:
+            draft.write(repr(time.time()))
+        os.replace(draft.name, path)
+
+
+def settle(
+    source: TelemetrySource,
+    folder: Path | None,
+    settle_s: float = SETTLE_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Wait until the last measurement on any of the devices ended settle_s ago; the seconds waited."""
+    if folder is None:
+        return 0.0
+    ends = []
+    for path in _identity_files(source, folder, ".ended").values():
+        try:
+            ends.append(float(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    wait = max([0.0] + [end + settle_s - time.time() for end in ends])
+    if wait > 0:
+        sleep(min(wait, settle_s))
+    return min(wait, settle_s)
 
 
 def _record_once(path: Path, temperature: float) -> float:
