@@ -121,6 +121,11 @@ class Claim:
     note: str | None = None
 
     @property
+    def shown_unit(self) -> str:
+        """What follows a figure: " <unit>", or nothing for a plain number (unit "1")."""
+        return "" if self.unit == "1" else f" {self.unit}"
+
+    @property
     def paper(self) -> str:
         """The paper's name in the per-paper summary."""
         return self.source.get("short") or self.source["title"]
@@ -138,16 +143,17 @@ class Claim:
         scale = 1.0 if factor is None else factor
         low, high = (end * scale for end in expected_ends(self.expected))
         unit = self.unit
+        shown = self.shown_unit
         if self.expected.value is not None:
-            text = f"{_number(low)} {unit}"
+            text = f"{_number(low)}{shown}"
             if self.expected.formula and factor is None:
                 text += f" (= {self.expected.formula})"
         elif math.isfinite(low) and math.isfinite(high):
-            text = f"{_number(low)}–{_number(high)} {unit}"
+            text = f"{_number(low)}–{_number(high)}{shown}"
         elif math.isfinite(high):
-            text = f"≤ {_number(high)} {unit}"
+            text = f"≤ {_number(high)}{shown}"
         else:
-            text = f"≥ {_number(low)} {unit}"
+            text = f"≥ {_number(low)}{shown}"
         tolerance = self.tolerance.describe(unit)
         parts = [] if tolerance == "exact" else [tolerance]
         if factor is not None and self.scaling is not None and self.scaling.uncertainty:

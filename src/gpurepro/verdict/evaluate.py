@@ -129,7 +129,7 @@ class Outcome:
         text = self.claim.describe_expected(self.factor)
         if self.judged and not self.claim.order and self.result not in (SHOWN, NOT_COMPARABLE):
             low, high = self.accepted
-            text += f"; accepted {_bound(low)} to {_bound(high)} {self.claim.unit}"
+            text += f"; accepted {_bound(low)} to {_bound(high)}{self.claim.shown_unit}"
         return text
 
     @property
@@ -147,10 +147,11 @@ class Outcome:
         if not self.values:
             return ""
         if len(self.values) == 1:
-            return f"{self.values[0]:.4g} {self.claim.unit}"
+            return f"{self.values[0]:.4g}{self.claim.shown_unit}"
         if self.claim.order:
-            return " < ".join(f"{v:.4g}" for v in self.values) + f" {self.claim.unit}"
-        return f"{min(self.values):.4g}–{max(self.values):.4g} {self.claim.unit} ({len(self.values)} values)"
+            return " < ".join(f"{v:.4g}" for v in self.values) + self.claim.shown_unit
+        spread = f"{min(self.values):.4g}–{max(self.values):.4g}{self.claim.shown_unit}"
+        return f"{spread} ({len(self.values)} values)"
 
 
 def gpu_names(tables: dict[str, pd.DataFrame]) -> tuple[str, ...]:
@@ -237,7 +238,7 @@ class _Judge:
                 how = f"{how}; {scaled.how}"
         accepted = accepted_range(claim.expected, claim.tolerance, factor, uncertainty)
         verdict, how = _judge_values(claim, values, accepted, factor, how)
-        detail = f"accepted {_bound(accepted[0])} to {_bound(accepted[1])} {claim.unit}; {how}"
+        detail = f"accepted {_bound(accepted[0])} to {_bound(accepted[1])}{claim.shown_unit}; {how}"
         return result(verdict, detail, judged, values=numbers, accepted=accepted, factor=factor)
 
     def _unmeasurable(self, claim: Claim) -> str:
