@@ -269,3 +269,12 @@ def test_job_times_and_counts_of_a_measurement_are_not_graded(tmp_path: Path) ->
         pd.concat([sgemm, extra]).to_csv(run / "tables" / "sgemm.csv", index=False)
     table = _compare(a, b)
     assert "runtimes" not in set(table["table"]) and "timed_inferences" not in set(table["metric"])
+
+
+def test_a_metric_neither_run_has_a_value_for_is_left_out(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    for run in (a, b):
+        sgemm = pd.read_csv(run / "tables" / "sgemm.csv")
+        extra = sgemm.iloc[[0]].assign(metric="normalised_throughput", statistic="x", unit="x", value=np.nan)
+        pd.concat([sgemm, extra]).to_csv(run / "tables" / "sgemm.csv", index=False)
+    assert "normalised_throughput" not in set(_compare(a, b)["metric"])

@@ -147,9 +147,16 @@ def compare_table(name: str, a_run: Run, b_run: Run) -> list[Row]:
             elif len(a_rows) > 1 or len(b_rows) > 1:
                 why = f"ambiguous: measured {len(a_rows)} times in A and {len(b_rows)} in B (other GPUs?)"
                 rows.append({**here, **_not_comparable(why)})
+            elif _undefined(a_rows[0]) and _undefined(b_rows[0]):
+                continue  # neither run has a value (e.g. normalised to an fp32 point neither measured)
             else:
                 rows.append({**here, **_pair(a_run, b_run, a_rows[0], b_rows[0])})
     return rows
+
+
+def _undefined(row: Row) -> bool:
+    """A metric the point's own run left without a value although the point ran."""
+    return (normal(row.get("status")) or "ok") == "ok" and not math.isfinite(float(row["value"]))
 
 
 # Not graded: the pipeline's own job times (cool-down waits included: how long a run took, not what it
