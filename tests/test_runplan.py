@@ -4,6 +4,7 @@ the jobs it holds (a dry-run of one figure does not estimate the whole pipeline)
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -75,14 +76,20 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     _benchmark(tmp_path / "results-run2" / relative, 50)
     _benchmark(tmp_path / "results-run3" / relative, 90)
     _benchmark(tmp_path / "results" / "a100" / relative.relative_to("h100"), 1000)  # another GPU's
+    # run 3 waited 45 s for its GPU to cool: that wait is replaced by the mean one
+    sidecar = tmp_path / "results-run3" / "h100/inference/raw/deit/deit-b_b1_fp16_eager.provenance.json"
+    sidecar.parent.mkdir(parents=True)
+    sidecar.write_text(json.dumps({"measurement": {"cooldown": {"waited_s": 41.0, "settled_s": 4.0}}}))
     job = PlannedJob("infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / relative))
-    assert durations.earlier(job, tmp_path / "results-new") == 50  # the median of this device's runs
+    cool = durations.COOLDOWN_S["infer_deit"]
+    # the median of this device's runs: 40, 50 and 90 - 45, each with the mean cool-down
+    assert durations.earlier(job, tmp_path / "results-new") == pytest.approx(45 + cool)
     unseen = PlannedJob(
         "infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / "h100/x.tsv")
     )
     assert durations.earlier(unseen, tmp_path / "results-new") is None
     found = estimate.estimate([job, unseen], _settings(), tmp_path / "results-new", 16, {})
-    assert found.from_earlier == 1 and found.wall_s == 50 and found.model_wall_s < 50
+    assert found.from_earlier == 1 and found.wall_s == pytest.approx(45 + cool) and found.model_wall_s < 45
     text = estimate.describe(found, 16)
     assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
 

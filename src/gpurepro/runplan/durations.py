@@ -15,6 +15,7 @@ where earlier benchmark files of that GPU say better.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Callable, Mapping
@@ -33,8 +34,13 @@ START_FORKED_S, START_OWN_S = 1.0, 9.0
 # idle temperature, inference barely warms it. How long the next point waits depends on the idle
 # temperature the run recorded: two H100 quick runs, one starting from a cold GPU (32 C: 374 s of
 # waits in all) and one from a warm one (38 C: 118 s); these are the means of both.
-COOLDOWN_S = {"sgemm_run": 17.0, "variability_run": 13.0, "hfta_point": 15.0}
-INFERENCE_COOLDOWN_S = 2.0
+COOLDOWN_S = {
+    "sgemm_run": 17.0,
+    "variability_run": 13.0,
+    "hfta_point": 15.0,
+    "infer_deit": 2.0,
+    "infer_bert": 2.0,
+}
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
 INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
@@ -110,12 +116,12 @@ def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, cooldown_s: flo
 def sgemm_run(job: PlannedJob, settings: RunSettings) -> float:
     sgemm = settings.profile["sgemm"]
     n, reps, warmup = int(job.wildcards["n"]), int(sgemm["reps"]), int(sgemm.get("warmup", 5))
-    return _gemm(settings, n, reps, warmup, COOLDOWN_S["sgemm_run"])
+    return _gemm(settings, n, reps, warmup, COOLDOWN_S[job.rule])
 
 
 def variability_run(job: PlannedJob, settings: RunSettings) -> float:
     variability = settings.profile["variability"]
-    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5, COOLDOWN_S["variability_run"])
+    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5, COOLDOWN_S[job.rule])
 
 
 def inference_point(job: PlannedJob, settings: RunSettings) -> float:
@@ -124,7 +130,7 @@ def inference_point(job: PlannedJob, settings: RunSettings) -> float:
     window = max(float(run["energy_window_s"]), settings.telemetry("min_energy_window_s"))
     timed = AUTORANGE_OVERRUN * float(run["min_run_time_s"])
     body = prepare + settings.telemetry("active_idle_seconds") + timed + window
-    return _measuring(settings, body, INFERENCE_COOLDOWN_S)
+    return _measuring(settings, body, COOLDOWN_S[job.rule])
 
 
 def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
@@ -145,7 +151,7 @@ def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
         step_s = max(HFTA_FUSED_HOST_STEP_S, b * int(hfta["batch_size"]) / HFTA_FUSED_RATE)
         setup = HFTA_FUSED_SETUP_S + HFTA_FUSED_SETUP_PER_MODEL_S * b
         body = setup + capture + max(steps * step_s, min_timed)
-    return _measuring(settings, body, COOLDOWN_S["hfta_point"])
+    return _measuring(settings, body, COOLDOWN_S[job.rule])
 
 
 def train_ddp(job: PlannedJob, settings: RunSettings) -> float:
@@ -189,8 +195,28 @@ def _wall_time(path: Path) -> float:
         return math.nan
 
 
+def _cooldown_waited(benchmark: Path) -> float:
+    """The cool-down the measurement behind a benchmark file waited (its raw file's sidecar:
+    <device>/benchmarks/<study>/<point>.tsv -> <device>/<study>/raw/<point>.provenance.json); 0 if none."""
+    parts = benchmark.parts
+    if "benchmarks" not in parts:
+        return 0.0
+    at = parts.index("benchmarks")
+    if at + 2 >= len(parts):
+        return 0.0
+    study, point = parts[at + 1], Path(*parts[at + 2 :]).with_suffix(".provenance.json")
+    sidecar = Path(*parts[:at]) / study / "raw" / point
+    try:
+        cooldown = json.loads(sidecar.read_text())["measurement"]["cooldown"]
+        return float(cooldown.get("waited_s", 0.0)) + float(cooldown.get("settled_s", 0.0))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
 def earlier(job: PlannedJob, results_dir: Path) -> float | None:
-    """The median wall time of this job in earlier runs of this device (see the module's docstring)."""
+    """The median wall time of this job in earlier runs of this device (see the module's docstring),
+    each with the cool-down it waited replaced by the mean one (COOLDOWN_S): how long a GPU takes to
+    cool depends on the idle temperature its run started from, not on the job."""
     if not job.benchmark:
         return None
     benchmark = Path(job.benchmark)
@@ -199,6 +225,11 @@ def earlier(job: PlannedJob, results_dir: Path) -> float | None:
     except ValueError:
         return None
     parent = results_dir.parent if results_dir.parent != Path("") else Path(".")
-    times = [_wall_time(p) for p in sorted(parent.glob(f"*/{relative}")) if p.is_file()]
+    expected = COOLDOWN_S.get(job.rule, 0.0)
+    times = [
+        _wall_time(path) - _cooldown_waited(path) + expected
+        for path in sorted(parent.glob(f"*/{relative}"))
+        if path.is_file()
+    ]
     times = [t for t in times if not math.isnan(t)]
     return statistics.median(times) if times else None
