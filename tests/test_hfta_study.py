@@ -307,3 +307,16 @@ def test_the_graphed_steps_sgd_matches_the_default_even_after_a_skipped_first_st
 
     assert torch.equal(run(False), torch.ones(4) - 0.1 * (1.0 + (0.9 - 2.0) + (0.9 * -1.1 + 0.5)))
     assert torch.allclose(run(True), run(False), atol=1e-6)
+
+
+def test_points_at_a_b_serial_did_not_run_are_normalised_over_serial_at_its_b(
+    sweep: dict[tuple[str, int], Path],
+) -> None:
+    """The sweep measures serial at its smallest B only (its rate is one model's at any B): the other B
+    values are normalised over that serial point of the same repeat."""
+    table = summarise([str(p) for p in sweep.values()])
+    rates = table[table["metric"] == "throughput"]
+    only_b1 = rates[~((rates["mode"] == "serial") & (rates["b"] != 1))]
+    normalised = normalise(only_b1).set_index(["mode", "b"])["value"]
+    rate = rates.set_index(["mode", "b"])["value"]
+    assert normalised[("concurrent", 2)] == pytest.approx(rate[("concurrent", 2)] / rate[("serial", 1)])

@@ -96,19 +96,23 @@ def _order(table: pd.DataFrame) -> pd.DataFrame:
 
 def normalise(table: pd.DataFrame) -> pd.DataFrame:
     """Rows of normalised_throughput: each point's throughput over stock serial fp32's at the same B and
-    repeat (NaN where that serial point is missing or did not fit)."""
+    repeat, or, where serial ran at other B values only (sweep.py: its rate is one model's at any B),
+    over the median of those for the repeat (NaN where no serial fp32 point fitted)."""
     throughput = table[table["metric"] == "throughput"]
-    same = [*SAME_SETUP, "b", "run"]
     serial = throughput[
         (throughput["mode"] == "serial")
         & (throughput["precision"] == "fp32")
         & (throughput["step"] == STEP_STOCK)
     ]
-    reference = serial[[*same, "value"]].rename(columns={"value": "reference"})
-    merged = throughput.merge(reference, on=same, how="left")
-    merged["value"] = merged["value"] / merged["reference"]
+    any_b = [*SAME_SETUP, "run"]
+    candidates = serial[[*any_b, "b", "value"]].rename(columns={"b": "serial_b", "value": "reference"})
+    pairs = throughput[[*any_b, "b"]].reset_index().merge(candidates, on=any_b, how="left")
+    at_same_b = pairs[pairs["serial_b"] == pairs["b"]].groupby("index")["reference"].first()
+    reference = at_same_b.reindex(throughput.index).fillna(pairs.groupby("index")["reference"].median())
+    merged = throughput.copy()
+    merged["value"] = merged["value"] / reference
     merged["metric"], merged["statistic"], merged["unit"] = "normalised_throughput", "over_serial_fp32", "x"
-    return merged.drop(columns="reference")
+    return merged
 
 
 def summarise(paths: list[str]) -> pd.DataFrame:
