@@ -230,6 +230,18 @@ def test_negative_size_in_a_profile_names_the_key(workflow_copy: Path) -> None:
     )
 
 
+def test_serial_at_a_b_the_sweep_lacks_names_the_key(workflow_copy: Path) -> None:
+    profile_file = workflow_copy / "config/devices/v100.yaml"
+    profile = yaml.safe_load(profile_file.read_text())
+    profile["hfta"]["serial_b_values"] = [64]
+    profile_file.write_text(yaml.safe_dump(profile))
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=v100", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert "config/devices/v100.yaml: key hfta.serial_b_values: [64] not among b_values" in (
+        result.stdout + result.stderr
+    )
+
+
 def test_lint_is_clean_with_the_default_config() -> None:
     # Every rule names the project's own image (config container.apptainer_image, used under
     # --sdm apptainer), so even the software lint has nothing to say.

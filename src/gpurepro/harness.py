@@ -41,6 +41,7 @@ import pandas as pd
 from .telemetry import (
     COOLDOWN_MARGIN_C,
     DEFAULT_SAMPLER,
+    IDLE_TAIL_MARGIN_S,
     CooldownResult,
     EnergyMeter,
     EnergyWindow,
@@ -49,8 +50,8 @@ from .telemetry import (
     Trace,
     idle_baseline,
     idle_temperatures,
+    measuring,
     open_sampler,
-    record_end,
     settle,
     wait_for_cooldown,
     window_from_trace,
@@ -59,8 +60,6 @@ from .telemetry import (
 # Phases shorter than this get no achieved rate of their own: a second holds enough sample periods for
 # the rate to be within a few percent at the default 50 Hz.
 MIN_RATE_PHASE_S = 1.0
-# A cool-down this much longer than the idle baseline has the sampler running through its whole tail.
-IDLE_TAIL_MARGIN_S = 1.0
 # The sidecar's per-window medians: (name in the sidecar, trace column).
 WINDOW_MEDIANS = {
     "sm_clock_mhz": "sm_clock_mhz",
@@ -282,7 +281,10 @@ def measure(
         if meter.method != "unavailable"
         else "energy not measured: this device has no readable energy counter"
     )
-    with open_sampler(source, settings.rate_hz, settings.sampler) as sampler:
+    with (
+        measuring(source, settings.idle_temperature_dir),
+        open_sampler(source, settings.rate_hz, settings.sampler) as sampler,
+    ):
         with phases.phase("cooldown"):
             settled = settle(source, settings.idle_temperature_dir)
             cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
@@ -311,7 +313,6 @@ def measure(
                     )
                 else:
                     span_reps = _reps_spanning(workload, reps, settings.min_energy_window_s)
-    record_end(source, settings.idle_temperature_dir)
     trace = sampler.trace
     assert trace is not None
     trace.frame["phase"] = phases.label(trace.frame["time_unix_s"])

@@ -4,7 +4,6 @@
 
 import atexit
 
-from gpurepro import runplan  # noqa: E402
 from gpurepro.runplan import durations, estimate, jobs  # noqa: E402
 
 

@@ -166,19 +166,20 @@ UNGRADED_TABLES = {"runtimes"}
 UNGRADED_METRICS = {"timed_inferences", "energy_window_inferences", "runs_per_block", "samples", "processes"}
 
 
-def _graded(table: pd.DataFrame) -> pd.DataFrame:
-    return table[~table["metric"].isin(UNGRADED_METRICS)]
+def _graded(run: Run) -> Run:
+    """The run with only the tables and metrics that are graded."""
+    tables = {
+        name: table[~table["metric"].isin(UNGRADED_METRICS)]
+        for name, table in run.tables.items()
+        if name not in UNGRADED_TABLES
+    }
+    return replace(run, tables=tables)
 
 
 def compare(a_run: Run, b_run: Run) -> pd.DataFrame:
     """One tidy table: a row per (table, point, metric, statistic) of either run, but the ungraded."""
     rows: list[Row] = []
-    a_run = replace(
-        a_run, tables={k: _graded(t) for k, t in a_run.tables.items() if k not in UNGRADED_TABLES}
-    )
-    b_run = replace(
-        b_run, tables={k: _graded(t) for k, t in b_run.tables.items() if k not in UNGRADED_TABLES}
-    )
+    a_run, b_run = _graded(a_run), _graded(b_run)
     for name in sorted({*a_run.tables, *b_run.tables}):
         if name in a_run.tables and name in b_run.tables:
             rows += compare_table(name, a_run, b_run)

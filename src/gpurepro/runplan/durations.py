@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..harness import IDLE_TAIL_MARGIN_S
-from ..telemetry.cooldown import SETTLE_S
+from ..telemetry.cooldown import IDLE_TAIL_MARGIN_S, SETTLE_S
 from .jobs import PlannedJob
 
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16

@@ -15,6 +15,8 @@ _HOMES = {
     "wait_for_cooldown": "cooldown",
     "idle_temperatures": "cooldown",
     "COOLDOWN_MARGIN_C": "cooldown",
+    "IDLE_TAIL_MARGIN_S": "cooldown",
+    "measuring": "cooldown",
     "record_end": "cooldown",
     "settle": "cooldown",
     "EnergyMeter": "energy",

@@ -15,13 +15,17 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .sources import TelemetrySource
 
+# A cool-down this much longer than the idle baseline has the sampler running through its whole tail
+# (harness.py takes the baseline from that tail).
+IDLE_TAIL_MARGIN_S = 1.0
 PLATEAU_DROP_C = 1.0  # a temperature that fell by less than this over the plateau window has settled
 COOLDOWN_MARGIN_C = 1.0  # within this of its idle temperature a device has no heat left to lose
 # Seconds a GPU is left alone after the previous measurement on it ended, before the next looks at it: its
@@ -51,21 +55,24 @@ def idle_temperatures(source: TelemetrySource, folder: Path | None) -> dict[str,
     measurement on that device. Devices without a temperature reading are left out."""
     if folder is None:
         return {}
-    identities = getattr(source, "identities", lambda: {})()
     folder.mkdir(parents=True, exist_ok=True)
-    recorded = {}
-    for device, temperature in source.temperature_c().items():
-        if not math.isnan(temperature):
-            name = re.sub(r"[^A-Za-z0-9_.-]", "_", identities.get(device, device))
-            recorded[device] = _record_once(folder / f"{name}.json", temperature)
-    return recorded
+    readings = source.temperature_c()
+    files = _identity_files(source, folder, ".json", readings)
+    return {
+        device: _record_once(files[device], temperature)
+        for device, temperature in readings.items()
+        if not math.isnan(temperature)
+    }
 
 
-def _identity_files(source: TelemetrySource, folder: Path, suffix: str) -> dict[str, Path]:
+def _identity_files(
+    source: TelemetrySource, folder: Path, suffix: str, devices: Iterable[str] | None = None
+) -> dict[str, Path]:
+    """One file per device (of `devices`, else all the source's), named by its UUID where known."""
     identities = getattr(source, "identities", lambda: {})()
     return {
         device: folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', identities.get(device, device))}{suffix}"
-        for device in source.devices()
+        for device in (source.devices() if devices is None else devices)
     }
 
 
@@ -78,6 +85,15 @@ def record_end(source: TelemetrySource, folder: Path | None) -> None:
         with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as draft:
             draft.write(repr(time.time()))
         os.replace(draft.name, path)
+
+
+@contextmanager
+def measuring(source: TelemetrySource, folder: Path | None) -> Iterator[None]:
+    """Around a measurement: its end is recorded however it ends (a failed point's context goes too)."""
+    try:
+        yield
+    finally:
+        record_end(source, folder)
 
 
 def settle(
