@@ -10,7 +10,10 @@ The merged strategy (merged.py) runs B models' convolutions as one. It has three
 
 Which is fastest depends on the shape and the GPU, so `ConvForms("auto")` times the forms that apply,
 forward and backward, the first time it meets a shape on a GPU in cuDNN's benchmark mode, and keeps the
-fastest, as cuDNN's benchmark mode does among its own algorithms. Elsewhere "auto" is grouped.
+fastest, as cuDNN's benchmark mode does among its own algorithms. Elsewhere "auto" is grouped. The
+fused convolutions (modules.FusedConv) call it at every step, so a form is re-timed for each shape the
+fused modules meet; under torch.compile no timing runs (it cannot be traced): a compiled step takes the
+form an eager step timed fastest, leaving the Triton kernels out of the graph.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ class ConvForms:
             raise FusionError(f"conv_form must be one of {', '.join(CONV_FORMS)}; got {form!r}")
         self.form = form
         self.chosen: dict[tuple, str] = {}  # shape key -> the form "auto" timed fastest
+        self.timings: dict[tuple, dict[str, float]] = {}  # shape key -> ms of each form timed
 
     def conv2d(
         self,
@@ -106,10 +110,17 @@ class ConvForms:
             tuple(x.shape), x.stride(), x.requires_grad, x.dtype, compute_dtype(x), x.device,
             tuple(weight.shape), weight.stride(), weight.dtype, bias is None, stride, padding,
         )  # fmt: skip
+        if torch.compiler.is_compiling():
+            # Timing cannot be traced: the form an eager step timed fastest for this shape (training's
+            # compiled steps run one eager step first), grouped for a shape none timed. The Triton
+            # kernels stay out of compiled graphs: the fastest of the other forms instead.
+            times = {name: ms for name, ms in self.timings.get(key, {}).items() if name != "triton"}
+            return forms[min(times, key=times.__getitem__) if times else "grouped"](x, weight, bias)
         if key not in self.chosen:  # timed once per shape; every later step only looks the form up
             if "triton" in forms and triton_problem(x.device, compute_dtype(x)):
                 del forms["triton"]
             times = {name: self._time(name, run, x, weight, bias) for name, run in forms.items()}
+            self.timings[key] = times
             self.chosen[key] = min(times, key=times.__getitem__)
         return forms[self.chosen[key]](x, weight, bias)
 

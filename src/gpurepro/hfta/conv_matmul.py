@@ -44,6 +44,21 @@ def _taps(k: tuple[int, int], stride: tuple[int, int], out: tuple[int, int]) -> 
     ]
 
 
+def _bmm_pixels_first(a: Tensor, b: Tensor, bias: Tensor | None = None) -> Tensor:
+    """The batched product of a [B, pixels, k] and b [B, k, cols] (plus bias [B, 1, cols]) laid out as
+    [pixels, B, cols], the channels-last layout: written there by bmm's out= in eager mode; compiled
+    (torch.compile cannot trace out= on a strided view) as a bmm and a copy that inductor may fuse."""
+    if torch.compiler.is_compiling():
+        product = torch.bmm(a, b) if bias is None else torch.baddbmm(bias, a, b)
+        return product.transpose(0, 1).contiguous()
+    out = a.new_empty(a.shape[1], a.shape[0], b.shape[2])
+    if bias is None:
+        torch.bmm(a, b, out=out.transpose(0, 1))
+    else:
+        torch.baddbmm(bias, a, b, out=out.transpose(0, 1))
+    return out
+
+
 class _Conv2dAsMatmul(torch.autograd.Function):
     """B convolutions as im2col and one bmm. x [N, B*C, H, W]; weight [B*O, C, kh, kw] (any dtype: cast to
     x's); bias [B*O] or None. Output [N, B*O, Ho, Wo], channels-last in memory."""
@@ -73,24 +88,19 @@ class _Conv2dAsMatmul(torch.autograd.Function):
             if padding != (0, 0):
                 padded = x.new_zeros(n, height + 2 * padding[0], width + 2 * padding[1], B, in_c)
                 padded[:, padding[0] : padding[0] + height, padding[1] : padding[1] + width] = image
-            # every window of the padded input as a view [n, Ho, Wo, B, kh, kw, C], copied once
-            sn, sh, sw, sb, sc = padded.stride()
-            windows = padded.as_strided(
-                (n, *out_hw, B, *k, in_c),
-                (sn, stride[0] * sh, stride[1] * sw, sb, sh, sw, sc),
-                padded.storage_offset(),
+            # every window of the padded input as a view [n, Ho, Wo, B, kh, kw, C], copied once (unfold,
+            # not as_strided: torch.compile traces it without reading the storage offset)
+            windows = (
+                padded.unfold(1, k[0], stride[0]).unfold(2, k[1], stride[1]).permute(0, 1, 2, 3, 5, 6, 4)
             )
             cols = windows.contiguous().view(n, *out_hw, B, k[0] * k[1], in_c)
         pixels, depth = n * out_hw[0] * out_hw[1], k[0] * k[1] * in_c
         a = cols.view(pixels, B, depth).transpose(0, 1)  # [B, pixels, depth], rows B*depth apart
         # [B, out_c, (i, j, c)]: a view of a channels-last array's weights; a copy for the rest
         w = weight.view(B, out_c, in_c, *k).permute(0, 1, 3, 4, 2).reshape(B, out_c, depth).to(x.dtype)
-        out = x.new_empty(pixels, B, out_c)
-        if bias is None:
-            torch.bmm(a, w.transpose(1, 2), out=out.transpose(0, 1))
-        else:
-            b = bias.view(B, 1, out_c).to(x.dtype)
-            torch.baddbmm(b, a, w.transpose(1, 2), out=out.transpose(0, 1))
+        out = _bmm_pixels_first(
+            a, w.transpose(1, 2), None if bias is None else bias.view(B, 1, out_c).to(x.dtype)
+        )
         ctx.save_for_backward(a, w)
         ctx.geometry = (x.shape, weight.shape, weight.dtype, stride, padding, out_hw, simple)
         ctx.bias_dtype = None if bias is None else bias.dtype
@@ -111,8 +121,7 @@ class _Conv2dAsMatmul(torch.autograd.Function):
         if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
             grad_b = g.sum(dim=1).reshape(B * out_c).to(ctx.bias_dtype)
         if ctx.needs_input_grad[0]:
-            grad_cols = a.new_empty(pixels, B, depth)
-            torch.bmm(g, w, out=grad_cols.transpose(0, 1))
+            grad_cols = _bmm_pixels_first(g, w)
             if simple:
                 grad_image = grad_cols.view(n, height, width, B, in_c)
             else:

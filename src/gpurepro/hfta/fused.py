@@ -3,10 +3,13 @@
 Each parameter and buffer of the B models is stacked into one tensor with a leading model dimension
 ([B, ...]). The forward runs the architecture once for all B models, by one of two strategies:
 
-- `merged` (merged.py), HFTA's own: the models' activations are one tensor with their channels side by
-  side, [N, B*C, ...], and the architecture's forward runs on it with each op in its merged form (a
-  convolution one grouped convolution, batch norm one batch norm over B*C channels, a linear layer one
-  batched matmul). Fast, but only for architectures made of the layers merged.py lists (ResNets, MLPs).
+- `merged` (merged.py, modules.py), HFTA's own: the models' activations are one tensor with their
+  channels side by side, [N, B*C, ...] (an MLP's stay [B, N, features]), and the architecture's forward
+  runs on it with each convolution, batch norm and linear layer replaced by its fused module holding the
+  B models' stacked parameters (a convolution one grouped convolution, batch norm one batch norm over
+  B*C channels, a linear layer one batched matmul): `stacked` is then an ordinary nn.Module, with no
+  mode or wrapper on its forward, that costs the host about what one model costs and that torch.compile
+  traces whole. Only for architectures made of the layers merged.py lists (ResNets, MLPs).
 - `vmap`: torch.func. The forward runs under `vmap` over the model dimension with `functional_call`, so
   vmap's batching rules do the fusion: a convolution becomes one grouped convolution (groups = B x
   groups), a linear layer one batched matmul, an embedding one lookup in the stacked table, batch norm
@@ -50,7 +53,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from .conv_forms import ConvForms
 from .errors import FusionError
 from .fused_ops import FusedOps
-from .merged import MergedOps, merge_models, split_models, why_not_merged
+from .merged import merge_models, runs_model_major, split_models, why_not_merged
+from .modules import fuse_layers
 
 STRATEGIES = ("auto", "merged", "vmap")
 
@@ -157,8 +161,10 @@ def _strategy(asked: str, model: nn.Module) -> str:
 class FusedArray(nn.Module):
     """B models of one architecture as one module: input [B, N, *sample], logits [B, N, classes].
 
-    `stacked` holds the architecture with every parameter and buffer stacked to [B, ...]; it is a
-    container (`parameters()`, `state_dict()`, `.to(device)` work on it), not something to call.
+    `stacked` holds the architecture with every parameter and buffer stacked to [B, ...], under the
+    models' own names (`parameters()`, `state_dict()`, `.to(device)` work on it): merged, with its layers
+    replaced by fused ones (modules.py); under vmap, the architecture's own modules, called through
+    functional_call.
     `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run.
     `conv_form`: how the merged strategy runs 2-D convolutions, "auto", "grouped", "matmul" or "triton"
     (see conv_forms.ConvForms); `self.conv_forms` records what "auto" chose for each shape."""
@@ -195,6 +201,10 @@ class FusedArray(nn.Module):
             stacked = {n: _channels_last_weight(t) if t.dim() == 5 else t for n, t in stacked.items()}
         # the skeleton's copy keeps each submodule's training mode (a frozen batch norm stays in eval)
         self.stacked = _load(self._skeleton[0], stacked)
+        # merged: an MLP's activations stay [B, N, features]; other models' are merged [N, B*C, ...]
+        self.model_major = self.strategy == "merged" and runs_model_major(models[0])
+        if self.strategy == "merged":  # the same tensors, under the same names, in fused layers
+            self.stacked = fuse_layers(self.stacked, self.B, self.conv_forms)
         self.training = models[0].training
 
     def _forward_one(self, params: dict[str, Tensor], buffers: dict[str, Tensor], x: Tensor) -> Tensor:
@@ -206,11 +216,10 @@ class FusedArray(nn.Module):
                 f"a fused array of {self.B} models takes input [B={self.B}, N, ...], got {tuple(x.shape)}"
             )
         x = self.arrange(x)
+        if self.model_major and x.dim() == 3:
+            return self.stacked(x)
         if self.strategy == "merged":
-            merged = merge_models(x)
-            with MergedOps(self.B, self.conv_forms):
-                y = self.stacked(merged)
-            return split_models(y, self.B)
+            return split_models(self.stacked(merge_models(x)), self.B)
         params = dict(self.stacked.named_parameters())
         buffers = dict(self.stacked.named_buffers())
         with sdpa_kernel([SDPBackend.MATH]), FusedOps(x.device.type):

@@ -1,29 +1,27 @@
-"""HFTA's fused operators: B models run as one model whose channels are the B models' channels side by side.
+"""Which architectures run merged, and the merged layout: B models as one model whose channels are the
+B models' channels side by side.
 
 The `merged` strategy of FusedArray. The B models' activations are one tensor [N, B*C, *space] (model
-b's channels at b*C to (b+1)*C), their stacked parameters [B, K, ...] are viewed as [B*K, ...], and the
-architecture's own forward runs on them, not under vmap, inside `MergedOps`: a torch function mode that
-gives each op its merged form.
+b's channels at b*C to (b+1)*C) and the architecture's own forward runs on it with each convolution,
+batch norm and linear layer replaced by its fused module (modules.py: a grouped convolution, a batch
+norm over B*C channels, a batched matmul). Every other op of the forward runs as it is, so it must act
+per channel or per element: ReLU, addition of same-shaped tensors, max and adaptive average pooling,
+dropout and flattening from dim 1. Any other op could mix the models (a reshape, a mean over the
+channels, attention), so only architectures made of the modules in MERGEABLE run merged
+(`why_not_merged` names the first module that is not); vmap (fused.py) runs the rest.
 
-- convolution: one grouped convolution with B times the groups (each model's convolution is its own
-  groups), weight [B*O, I, *kernel]; a 2-D one may instead run as one batched matmul where that is
-  faster, or as a Triton implicit GEMM where its input needs no gradient (conv_forms.py);
-- batch norm: one batch norm over B*C channels, its weight, bias and running statistics the stacked
-  per-model ones viewed as [B*C], so each model's statistics are updated in place from its own batch;
-- linear: one batched matmul, the input [N, B*in] viewed as [B, N, in];
-- ReLU, addition of same-shaped tensors, max and adaptive average pooling, dropout and flattening from
-  dim 1 act per channel or per element: they run as they are.
+`MergedOps` is the same op table as a torch function mode: the architecture's own modules, holding
+stacked tensors, run merged under it, and it refuses any op outside the table, naming it. It states
+which ops the merged layout allows, op by op (tests/test_hfta_fusion.py); FusedArray runs the fused
+modules instead, which cost the host no Python call per op (see modules.py).
 
-Any other op could mix the models (a reshape, a mean over the channels, attention), so only
-architectures made of the modules in MERGEABLE run merged (`why_not_merged` names the first module that
-is not), and the mode refuses any op outside its table, naming it. vmap (fused.py) runs the rest.
-
-Why: it computes what vmap computes, without vmap's cost per op and per step (wrapping every tensor,
-functional_call swapping every parameter, the batching rules' layout changes: copies around max pooling,
-batch norm's per-model scale and shift in extra passes, in-place ReLU and residual additions on views
-that autograd copies back in the backward). On an H100, a fused ResNet-18 training step (128 images of
-64x64 per model, fp16 AMP, cudnn.benchmark) took 86.7 ms under vmap and 41.7 ms merged at B=32, 49.4
-and 16.6 ms at B=8; at B=1 a vmap step took 33 ms, hand-written fused modules 6 ms (host time).
+Why merged at all: it computes what vmap computes, without vmap's cost per op and per step (wrapping
+every tensor, functional_call swapping every parameter, the batching rules' layout changes: copies
+around max pooling, batch norm's per-model scale and shift in extra passes, in-place ReLU and residual
+additions on views that autograd copies back in the backward). On an H100, a fused ResNet-18 training
+step (128 images of 64x64 per model, fp16 AMP, cudnn.benchmark) took 86.7 ms under vmap and 41.7 ms
+merged at B=32, 49.4 and 16.6 ms at B=8; at B=1 a vmap step took 33 ms, hand-written fused modules 6 ms
+(host time).
 """
 
 from __future__ import annotations
@@ -39,6 +37,7 @@ from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
 from .conv_forms import ConvForms
 from .errors import FusionError
+from .modules import merged_convolution, merged_linear, per_model
 
 # Containers whose forward calls only their submodules, elementwise additions and torch.flatten(x, 1).
 MERGEABLE_CONTAINERS = (nn.Sequential, ResNet, BasicBlock, Bottleneck)
@@ -83,6 +82,17 @@ def why_not_merged(model: nn.Module) -> str | None:
     return None
 
 
+# Architectures whose activations can stay model-major, [B, N, features], from input to output: linear
+# layers take it as it is (one batched matmul), the rest act per element. No transposes to and from the
+# merged [N, B*features] around each linear layer.
+MODEL_MAJOR = (nn.Sequential, nn.Linear, nn.ReLU, nn.Dropout, nn.Identity)
+
+
+def runs_model_major(model: nn.Module) -> bool:
+    """Whether `model` (mergeable) is made of MODEL_MAJOR modules alone (an MLP)."""
+    return all(type(module) in MODEL_MAJOR for module in model.modules())
+
+
 def merge_models(x: Tensor) -> Tensor:
     """The models' inputs [B, N, C, *space] as one [N, B*C, *space] (a view for a channels-last array's
     arranged images, [N, H, W, B, C] in memory)."""
@@ -93,12 +103,6 @@ def merge_models(x: Tensor) -> Tensor:
 def split_models(y: Tensor, B: int) -> Tensor:
     """A merged output [N, B*K, *rest] as the models' outputs [B, N, K, *rest]."""
     return y.reshape(y.shape[0], B, -1, *y.shape[2:]).transpose(0, 1)
-
-
-def _per_model(t: Tensor | None) -> Tensor | None:
-    """Stacked [B, K, ...] as [B*K, ...]: a view (a batch norm's running statistics updated in place
-    reach the stacked buffers)."""
-    return None if t is None else t.flatten(0, 1)
 
 
 def _convolution(
@@ -112,17 +116,14 @@ def _convolution(
     dilation: Any = 1,
     groups: int = 1,
 ) -> Tensor:
-    weight, bias = _per_model(weight), _per_model(bias)
-    if conv is F.conv2d:  # cuDNN's grouped convolution or a batched matmul, whichever is faster
-        return ops.conv_forms.conv2d(conv, ops.B, input, weight, bias, stride, padding, dilation, groups)
-    return conv(input, weight, bias, stride, padding, dilation, groups * ops.B)
+    return merged_convolution(input, weight, bias, ops.B, stride, padding, dilation, groups, ops.conv_forms)
 
 
 def _batch_norm(ops: MergedOps, batch_norm: Callable, input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """F.batch_norm on the merged input, every other tensor (running statistics, weight, bias) stacked
     per model and viewed as [B*C]."""
-    args = tuple(_per_model(a) if isinstance(a, Tensor) else a for a in args)
-    kwargs = {k: _per_model(v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    args = tuple(per_model(a) if isinstance(a, Tensor) else a for a in args)
+    kwargs = {k: per_model(v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
     return batch_norm(input, *args, **kwargs)
 
 
@@ -131,10 +132,7 @@ def _linear(
 ) -> Tensor:
     if input.dim() != 2:
         raise FusionError(f"a merged linear layer takes [N, B*features], got {tuple(input.shape)}")
-    x = input.reshape(input.shape[0], ops.B, -1).transpose(0, 1)  # [B, N, in]
-    w = weight.transpose(1, 2)  # [B, in, out]
-    out = torch.bmm(x, w) if bias is None else torch.baddbmm(bias.unsqueeze(1), x, w)
-    return out.transpose(0, 1).reshape(input.shape[0], -1)  # [N, B*out]
+    return merged_linear(input, weight, bias, ops.B)
 
 
 def _elementwise_add(

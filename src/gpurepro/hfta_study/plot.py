@@ -1,5 +1,5 @@
 """plot_hfta: as HFTA's figures, throughput normalised over stock serial fp32 against B, one panel per
-workload and precision, one line per mode (colour) and step (line style: solid stock, dashed graphed),
+workload and precision, one line per mode (colour) and step (line style: stock, graphed, compiled),
 the median over repeats with its min-max band over repeats. Points that ran out of memory, failed or were
 skipped are listed under the panels; a missing line end is where B stopped fitting."""
 
@@ -10,7 +10,8 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..plotting import failures, finish, not_reported, nothing_ran
-from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
+from . import MODES, PRECISIONS, STEP_STOCK, WORKLOADS
+from .summary import step_order
 
 YLABELS = {
     "normalised_throughput": "throughput / stock serial fp32 at the same B",
@@ -40,7 +41,7 @@ def plot(table: pd.DataFrame) -> Figure:
     grid = sns.relplot(
         points, kind="line", x="b", y="value", hue="mode", style="step", markers=True,
         hue_order=[m for m in MODES if m in set(points["mode"])],
-        style_order=[s for s in STEPS if s in set(points["step"])], estimator="median", errorbar=("pi", 100),
+        style_order=step_order(points["step"]), estimator="median", errorbar=("pi", 100),
         col="panel", col_order=[panels[w] for w in WORKLOADS if w in panels],
         row="precision", row_order=[p for p in PRECISIONS if p in set(points["precision"])],
         height=3.4, aspect=1.2, facet_kws={"sharey": False},

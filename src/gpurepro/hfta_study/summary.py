@@ -1,18 +1,21 @@
 """Raw HFTA points to tidy tables.
 
 `hfta.csv`: one row per (point, metric, statistic). A point is (workload, mode, step, precision, B,
-repeat), its step `stock` (torch's eager step) or `graphed` (each step one CUDA graph). Its throughput,
-wall time, peak memory, power, energy per sample and DCGM means (over the training window, where DCGM
+repeat), its step `stock` (torch's eager step), `graphed` (each step one CUDA graph) or `compiled`
+(torch.compile, graphed too on a GPU). Its throughput, wall time, timed steps (at least the asked
+steps, more until the unit's minimum time had passed) and timed window (first start to last end of its
+units), peak memory, power, energy per sample and DCGM means (over the training window, where DCGM
 exists), and `normalised_throughput`: its throughput over the stock serial fp32 throughput of the same
-workload, B and repeat, as HFTA plots it. A point that ran out of memory, failed or was skipped keeps
-one row with its status and reason, so the largest B that fits is visible.
+workload, B and repeat, as HFTA plots it. Energy per sample is read only from energy windows at least
+the minimum long (NVML's counter updates about every 100 ms), else NaN. A point that ran out of memory,
+failed or was skipped keeps one row with its status and reason, so the largest B that fits is visible.
 
 `hfta_speedup.csv`: per workload (at one batch size and input shape) and precision, each mode's and
 step's peak throughput over B (median over repeats at each B) and the largest B that fitted in every
 repeat, and the fused array's speedup, with each step it ran, over each baseline with each step it ran
 (columns `step` and `baseline_step`): statistic `max` compares peaks (each at its own best B, as HFTA
 reports), statistic `at_best_b` compares both at the fused array's best B. Stock over stock is the
-paper's comparison; the graphed rows say what a graphed step changes on either side.
+paper's comparison; the graphed and compiled rows say what those steps change on either side.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ POINT_KEYS = ["workload", "mode", "step", "precision", "b", "run"]
 # What else must match for two points to be compared (normalised throughput, speedups).
 SAME_SETUP = ["profile", "workload", "batch_size", "image_size", "seq_len"]
 BASELINES = ("serial", "concurrent", "mps")
+STEP_COMPILED = "compiled"  # torch.compile'd steps (training.TrainSettings.compiled)
 GIB = 2**30
 _DESCRIBED = ["batch_size", "image_size", "seq_len", "optimizer", "lr", "timed_steps",
               "warmup_steps_per_model", "data"]  # fmt: skip
@@ -43,15 +47,38 @@ def _keys(rows: pd.DataFrame, sidecar: dict[str, Any], path: Path | str) -> dict
     return keys
 
 
+def step_order(steps: pd.Series | list[str]) -> list[str]:
+    """The steps present, in the order tables and plots show them: stock, graphed, compiled, others."""
+    known = [*STEPS, *([] if STEP_COMPILED in STEPS else [STEP_COMPILED])]
+    present = list(dict.fromkeys(steps))
+    return [s for s in known if s in present] + sorted(s for s in present if s not in known)
+
+
+def _timed_window(rows: pd.DataFrame) -> float:
+    """Seconds from the first unit's first timed step to the last unit's end: the energy window."""
+    return float(rows["t_end_unix_s"].max() - rows["t_start_unix_s"].min())
+
+
 def _energy_per_sample(rows: pd.DataFrame, sidecar: dict[str, Any], device: str) -> float:
     """Gross energy per trained sample: serial sums each model's own stretch (the time between models is
-    not training), the others take the job's energy window over the span of their units."""
+    not training), the others take the job's energy window over the span of their units. NaN where a
+    window is shorter than the minimum energy window (the sidecar's `min_energy_window_s` where the
+    point recorded it, else the harness's own reading of the window): the counter's updates would
+    dominate it."""
     samples = float(rows["samples"].sum())
+    minimum = sidecar.get("workload", {}).get("min_energy_window_s")
     if rows["mode"].iloc[0] == "serial":
         energy = pd.to_numeric(rows.get("energy_j", pd.Series(dtype=float)), errors="coerce")
+        stretches = rows["t_end_unix_s"] - rows["t_start_unix_s"]
+        if minimum is not None and (stretches < float(minimum)).any():
+            return math.nan
         return float(energy.sum()) / samples if len(energy) and energy.notna().all() else math.nan
     window = sidecar.get("measurement", {}).get("energy", {}).get(device)
-    return window["energy_j"] / samples if window and window.get("energy_j") is not None else math.nan
+    if not window or window.get("energy_j") is None or window.get("reliable") is False:
+        return math.nan
+    if minimum is not None and _timed_window(rows) < float(minimum):
+        return math.nan
+    return window["energy_j"] / samples
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:
@@ -66,6 +93,9 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
         single("throughput", float(rows["throughput_samples_per_s"].iloc[0]), "samples/s"),
         single("wall_time", float(rows["wall_s"].iloc[0]), "s"),
         single("samples", float(rows["samples"].sum()), "samples"),
+        # timed steps of the unit that ran fewest (every unit ran at least this many)
+        single("timed_steps", float(rows["steps"].min()), "steps", "min"),
+        single("timed_window", _timed_window(rows), "s"),
         single("processes", float(rows["processes"].iloc[0]), "processes"),
         single(
             "peak_memory",
@@ -83,7 +113,8 @@ def summarise_file(path: Path | str) -> pd.DataFrame:
 
 
 def _order(table: pd.DataFrame) -> pd.DataFrame:
-    order = {"workload": WORKLOADS, "mode": MODES, "step": STEPS, "precision": PRECISIONS}
+    steps = step_order(table["step"]) if "step" in table else list(STEPS)
+    order = {"workload": WORKLOADS, "mode": MODES, "step": steps, "precision": PRECISIONS}
 
     def key(column: pd.Series) -> pd.Series:
         if column.name in order:
@@ -193,7 +224,7 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
             if len(curve):
                 peak = {"b": int(curve.idxmax()), "metric": "peak_throughput", "value": float(curve.max())}
                 out.append({**base, **which, **peak, "unit": "samples/s"})
-        for step in STEPS:
+        for step in step_order(group["step"]):
             fused = curves.get(("hfta", step))
             if fused is not None and not fused.empty:
                 out += _speedup_rows(base, curves, fused, step)

@@ -5,12 +5,20 @@ of `concurrent` and `mps`) or the fused array of B models (`hfta`). Every unit b
 seeded with `seed_for(seed, b)`, so every mode trains the same B models on the same batches), puts a
 small pool of batches on the device and cycles through it (synthetic batches from the workload, or real
 Tiny-ImageNet batches read once: data loading never limits the step rate), runs `warmup` untimed steps,
-synchronises the device, waits at the barrier of its fellow processes if it has any, then times `steps`
-steps between two device synchronisations. A step is forward, loss, backward and optimizer step (SGD with
-momentum by default), under autocast with a gradient scaler for fp16, autocast alone for bf16, in true
-FP32 (TF32 off) for fp32. On CUDA, ResNet-18 runs channels-last in every mode: a single model as usual,
-the fused array with FusedArray's channels-last layout (the B convolutions become one NHWC grouped
-convolution; see gpurepro.hfta.fused).
+synchronises the device, waits at the barrier of its fellow processes if it has any, runs
+`dropped_steps` more steps untimed (the first steps all B processes run together, as HFTA dropped its
+first epoch), then times steps between two device synchronisations: at least `steps`, and on until at
+least `min_timed_s` seconds have passed, so that every timed stretch is long enough for NVML's energy
+counter (which updates about every 100 ms) and a point's step count follows from time, not the reverse.
+A step is forward, loss, backward and optimizer step (SGD with momentum by default), under autocast with
+a gradient scaler for fp16, autocast alone for bf16, in true FP32 (TF32 off) for fp32. On CUDA,
+ResNet-18 runs channels-last in every mode: a single model as usual, the fused array with FusedArray's
+channels-last layout (the B convolutions become one NHWC grouped convolution; see gpurepro.hfta.fused).
+
+Step kinds: torch's stock eager step; `graphs`, each step replayed as one CUDA graph (graphs.py);
+`compiled`, the module's forward and backward compiled by torch.compile after one eager step (which
+does the one-time work compiling must not trace: cuDNN's algorithm search, the fused convolutions'
+choice of form, lazy optimizer state), graphed too where `graphs` is set.
 """
 
 from __future__ import annotations
@@ -62,6 +70,9 @@ class TrainSettings:
     data_batches: int = 4
     threads: int | None = None  # CPU threads of this process; None keeps torch's default
     graphs: bool = False  # each step replayed as one CUDA graph (graphs.py), after eager warm-up
+    compiled: bool = False  # the module compiled by torch.compile after one eager warm-up step
+    min_timed_s: float = 0.0  # timed steps go on until this long has passed (at least `steps` of them)
+    dropped_steps: int = 0  # untimed steps after the warm-up and the barrier (HFTA's dropped first epoch)
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,8 @@ class UnitResult:
     final_loss: float
     peak_memory_bytes: float
     memory_kind: str
+    dropped_steps: int = 0
+    min_timed_s: float = 0.0
 
     def row(self) -> dict[str, Any]:
         return {**asdict(self), "ms": (self.t_end_unix_s - self.t_start_unix_s) * 1e3}
@@ -202,6 +215,39 @@ def _peak_memory(device: torch.device) -> tuple[float, str]:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "cpu_max_rss"
 
 
+def _compile(trainer: _Trainer, batch: Batch) -> int:
+    """One eager step on `batch`, then the trainer's module compiled (torch.compile; compiling happens at
+    its first call); the number of steps run (1). The eager step does the one-time work a trace must not
+    contain: cuDNN's algorithm search, the fused convolutions' timing of their forms, lazy state."""
+    trainer.step(*batch)
+    # each unit compiles afresh, as a job of its own would: no guards or shapes carried over from the
+    # unit before (a serial point's previous model, a benchmark's other batch size)
+    torch._dynamo.reset()
+    trainer.module = torch.compile(trainer.module)
+    return 1
+
+
+def _timed_steps(
+    step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    batches: list[Batch],
+    first: int,
+    settings: TrainSettings,
+    device: torch.device,
+) -> tuple[int, float, float, torch.Tensor]:
+    """At least settings.steps steps, and on until settings.min_timed_s has passed, from batch `first`:
+    (steps, start, end, last loss), the bounds host wall-clock after device synchronisations. The host
+    may run ahead of the device, so the window, which ends after the last step's work, is never
+    shorter than the time the host measured."""
+    loss = torch.zeros(())
+    start = time.time()
+    steps = 0
+    while steps < settings.steps or time.time() - start < settings.min_timed_s:
+        loss = step(*batches[(first + steps) % len(batches)])
+        steps += 1
+    _synchronize(device)
+    return steps, start, time.time(), loss
+
+
 def _run(
     trainer: _Trainer,
     batches: list[Batch],
@@ -211,39 +257,37 @@ def _run(
     models: int,
     start_together: Callable[[], None] | None,
 ) -> UnitResult:
-    loss = torch.zeros(())
     step, warmup = trainer.step, settings.warmup
+    done = _compile(trainer, batches[0]) if settings.compiled else 0
     if settings.graphs:
         # The warm-up steps run eagerly, then the graph is captured and replayed for the last
         # GRAPH_REPLAYS_BEFORE_TIMING of them: the same batches and number of steps as eager warm-up
         # (at least EAGER_STEPS_BEFORE_CAPTURE + GRAPH_REPLAYS_BEFORE_TIMING), so both train alike.
-        eager = max(warmup - GRAPH_REPLAYS_BEFORE_TIMING, EAGER_STEPS_BEFORE_CAPTURE)
-        step = GraphedStep(trainer.step, [batches[i % len(batches)] for i in range(eager)]).step
-        warmup = eager + GRAPH_REPLAYS_BEFORE_TIMING
-        first_replayed = eager
-    else:
-        first_replayed = 0
-    for i in range(first_replayed, warmup):
-        loss = step(*batches[i % len(batches)])
+        eager = max(warmup - GRAPH_REPLAYS_BEFORE_TIMING - done, EAGER_STEPS_BEFORE_CAPTURE)
+        step = GraphedStep(trainer.step, [batches[(done + i) % len(batches)] for i in range(eager)]).step
+        done += eager
+        warmup = max(warmup, done + GRAPH_REPLAYS_BEFORE_TIMING)
+    elif settings.compiled:
+        warmup = max(warmup, done + 1)  # the compiling call is a warm-up step, never a timed one
+    for i in range(done, warmup):
+        step(*batches[i % len(batches)])
     _synchronize(device)
     if start_together is not None:
         start_together()  # every process starts its timed steps at the same moment
-    start = time.time()
-    for i in range(settings.steps):
-        loss = step(*batches[(warmup + i) % len(batches)])
+    for i in range(settings.dropped_steps):
+        step(*batches[(warmup + i) % len(batches)])
     _synchronize(device)
-    end = time.time()
+    steps, start, end, loss = _timed_steps(step, batches, warmup + settings.dropped_steps, settings, device)
     final = float(loss.float().sum()) / models  # the mean model's loss (the fused loss sums them)
     if not math.isfinite(final):
         # A diverged run is no honest timing either: the fp16 scaler skips optimizer steps on inf.
-        raise PointFailed(
-            f"training diverged: loss {final} after {settings.steps} timed steps (lr {settings.lr:g})"
-        )
+        raise PointFailed(f"training diverged: loss {final} after {steps} timed steps (lr {settings.lr:g})")
     peak, kind = _peak_memory(device)
-    samples = models * settings.batch_size * settings.steps
+    samples = models * settings.batch_size * steps
     return UnitResult(
-        unit, models, os.getpid(), start, end, settings.steps, warmup, samples, final, peak, kind
-    )
+        unit, models, os.getpid(), start, end, steps, warmup, samples, final, peak, kind,
+        settings.dropped_steps, settings.min_timed_s,
+    )  # fmt: skip
 
 
 def _optimizer(parameters: Iterator[nn.Parameter], settings: TrainSettings) -> torch.optim.Optimizer:
@@ -263,11 +307,19 @@ def _optimizer(parameters: Iterator[nn.Parameter], settings: TrainSettings) -> t
     return optimizer
 
 
-def train_single(
-    settings: TrainSettings, model: int, start_together: Callable[[], None] | None = None
-) -> UnitResult:
-    """Train model `model` alone: one model of `serial`, or the worker `model` of concurrent/mps, which
-    waits in `start_together` until all B processes have warmed up."""
+@dataclass
+class Unit:
+    """A unit ready to train: its trainer (one step: `trainer.step(x, y)`), its batches on the device,
+    and how many models it trains."""
+
+    trainer: _Trainer
+    batches: list[Batch]
+    device: torch.device
+    models: int
+
+
+def single_unit(settings: TrainSettings, model: int) -> Unit:
+    """Model `model` alone, built and on the device with its batches (seeded as in every mode)."""
     device = torch.device(settings.device)
     _reset_peak(device)
     spec = workload_spec(settings)
@@ -283,20 +335,11 @@ def train_single(
     trainer = _Trainer(
         net, _optimizer(net.parameters(), settings), F.cross_entropy, settings.precision, device.type
     )
-    return _run(trainer, batches, settings, device, model, 1, start_together)
+    return Unit(trainer, batches, device, 1)
 
 
-def train_serial(settings: TrainSettings, count: int) -> list[UnitResult]:
-    """B models one after another, each with its own warm-up (as B separate jobs would run)."""
-    results = []
-    for model in range(count):
-        results.append(train_single(settings, model))
-        release_cached_memory(settings.device)  # the next model starts from the memory one job would have
-    return results
-
-
-def train_fused(settings: TrainSettings, count: int) -> UnitResult:
-    """B models fused into one array (gpurepro.hfta), trained as one, on the same batches as B models."""
+def fused_unit(settings: TrainSettings, count: int) -> Unit:
+    """Models 0..count-1 fused into one array (gpurepro.hfta), on the same batches as `count` models."""
     from .. import hfta
 
     device = torch.device(settings.device)
@@ -318,4 +361,28 @@ def train_fused(settings: TrainSettings, count: int) -> UnitResult:
     trainer = _Trainer(
         array, optimizer, lambda logits, y: hfta.fused_loss(logits, y).sum(), settings.precision, device.type
     )
-    return _run(trainer, batches, settings, device, 0, count, None)
+    return Unit(trainer, batches, device, count)
+
+
+def train_single(
+    settings: TrainSettings, model: int, start_together: Callable[[], None] | None = None
+) -> UnitResult:
+    """Train model `model` alone: one model of `serial`, or the worker `model` of concurrent/mps, which
+    waits in `start_together` until all B processes have warmed up."""
+    unit = single_unit(settings, model)
+    return _run(unit.trainer, unit.batches, settings, unit.device, model, 1, start_together)
+
+
+def train_serial(settings: TrainSettings, count: int) -> list[UnitResult]:
+    """B models one after another, each with its own warm-up (as B separate jobs would run)."""
+    results = []
+    for model in range(count):
+        results.append(train_single(settings, model))
+        release_cached_memory(settings.device)  # the next model starts from the memory one job would have
+    return results
+
+
+def train_fused(settings: TrainSettings, count: int) -> UnitResult:
+    """B models fused into one array (gpurepro.hfta), trained as one, on the same batches as B models."""
+    unit = fused_unit(settings, count)
+    return _run(unit.trainer, unit.batches, settings, unit.device, 0, count, None)
