@@ -47,6 +47,14 @@ if IS_GPU and HFTA_GRAPHS != "off" and HFTA.get("graphed", True):
             file=sys.stderr,
         )
 
+# Compiled steps (torch.compile) beside stock, like graphed ones: auto on a GPU, where the profile runs
+# the project's step kinds (quick runs measure stock steps only); on insists.
+HFTA_COMPILE = {True: "on", False: "off"}.get(HFTA_RUN["compile"], HFTA_RUN["compile"])
+if HFTA_COMPILE == "on" or (
+    HFTA_COMPILE == "auto" and IS_GPU and HFTA.get("graphed", True)
+):
+    HFTA_STEPS.append("compiled")
+
 HFTA_POINTS = dict(
     net=HFTA["workloads"],
     step=HFTA_STEPS,
@@ -78,7 +86,8 @@ HFTA_FLAGS = (
     f"--gpu {JOB_GPU} --batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
     f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
-    f"{measurement_flags()}"
+    f"--min-timed-s {max(HFTA.get('min_timed_s', HFTA_RUN['min_timed_s']), config['telemetry']['min_energy_window_s'])} "
+    f"--dropped-steps {HFTA_RUN['dropped_steps']} {measurement_flags()}"
 )
 
 
@@ -96,7 +105,7 @@ rule hfta_point:
         f"{RESULTS}/benchmarks/hfta/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.tsv"
     wildcard_constraints:
         net="resnet18|transformer|mlp",
-        step="stock|graphed",
+        step="stock|graphed|compiled",
         scheme="serial|concurrent|mps|hfta",
         precision="fp32|fp16|bf16",
         b=r"\d+",
@@ -106,7 +115,14 @@ rule hfta_point:
         **measure_resources(),
     params:
         flags=HFTA_FLAGS,
-        graphs=lambda w: "on" if w.step == "graphed" else "off",
+        # a compiled step is graphed too where graphed steps run (a GPU, sgd)
+        graphs=lambda w: (
+            "on"
+            if w.step == "graphed"
+            or (w.step == "compiled" and "graphed" in HFTA_STEPS)
+            else "off"
+        ),
+        compile=lambda w: "on" if w.step == "compiled" else "off",
         data=lambda w: (
             HFTA_REAL_FLAGS
             if HFTA_REAL_DATA and w.net == "resnet18"
@@ -115,7 +131,8 @@ rule hfta_point:
     shell:
         container_exec(MEASURE_GPU)
         + "gpurepro hfta --workload {wildcards.net} --mode {wildcards.scheme} --precision {wildcards.precision} "
-        "-B {wildcards.b} --run {wildcards.run} --graphs {params.graphs} {params.data} {params.flags} "
+        "-B {wildcards.b} --run {wildcards.run} --graphs {params.graphs} --compile {params.compile} "
+        "{params.data} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 

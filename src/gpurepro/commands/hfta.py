@@ -13,7 +13,16 @@ import sys
 import torch
 
 from ..errors import GpureproError
-from ..hfta_study import DATA_SOURCES, MODES, OPTIMIZERS, PRECISIONS, STEP_GRAPHED, STEP_STOCK, WORKLOADS
+from ..hfta_study import (
+    DATA_SOURCES,
+    MODES,
+    OPTIMIZERS,
+    PRECISIONS,
+    STEP_COMPILED,
+    STEP_GRAPHED,
+    STEP_STOCK,
+    WORKLOADS,
+)
 from ..hfta_study.graphs import GRAPH_CHOICES, use_graphs
 from ..hfta_study.launcher import PointOutcome
 from ..hfta_study.mps import MpsUnavailable, control_binary
@@ -21,7 +30,7 @@ from ..hfta_study.point import Point, workload
 from ..hfta_study.training import TrainSettings
 from ..measure_job import record_failure, resolve_target, run_job
 from .infer import default_gpu
-from .options import add_measurement_options, gpu_or_cpu, positive_int
+from .options import add_measurement_options, gpu_or_cpu, non_negative_float, non_negative_int, positive_int
 
 
 def _non_negative_int(value: str) -> int:
@@ -78,6 +87,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--graphs", choices=GRAPH_CHOICES, default="off",
         help="replay each training step as one CUDA graph (forward, backward, optimizer, scaler): auto "
         "where CUDA is, on, or off, the stock eager step (default off)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compile", choices=("on", "off"), default="off",
+        help="compile the model with torch.compile after one eager step (the 'compiled' step kind; with "
+        "--graphs also graphed); default off",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-timed-s", type=non_negative_float, default=0.0,
+        help="each unit (model, process, fused array) trains at least this long after its warm-up: its "
+        "timed steps are --steps or more (default 0: exactly --steps)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dropped-steps", type=non_negative_int, default=0,
+        help="untimed steps after the warm-up, once all processes run together (default 0)",
     )  # fmt: skip
     parser.add_argument("--run", type=positive_int, default=1, help="repeat number")
     parser.add_argument(
@@ -142,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup, optimizer=args.optimizer, lr=args.lr, seed=args.seed,
         device=target.torch_device, image_size=args.image_size, seq_len=args.seq_len,
         data_source=args.data_source, data_root=args.data_root, data_batches=args.data_batches,
-        graphs=graphs,
+        graphs=graphs, compiled=args.compile == "on", min_timed_s=args.min_timed_s,
+        dropped_steps=args.dropped_steps,
     )  # fmt: skip
     describe = {
         "workload": args.workload,
@@ -158,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
         "timed_steps": args.steps,
         "warmup_steps_per_model": args.warmup,
         "data": _data(args),
-        "step": STEP_GRAPHED if graphs else STEP_STOCK,
+        "step": STEP_COMPILED if args.compile == "on" else STEP_GRAPHED if graphs else STEP_STOCK,
+        # the shortest energy window the point's units are read over (summary: NaN energy below it)
+        "min_energy_window_s": args.energy_window_s,
     }
     label = f"{args.workload} {args.mode} {describe['step']} {args.precision} B={args.models} run {args.run}"
     binary = None

@@ -30,6 +30,13 @@ def positive_int(value: str) -> int:
     return number
 
 
+def non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return number
+
+
 def non_negative_float(value: str) -> float:
     number = float(value)
     if not number >= 0:  # NaN too

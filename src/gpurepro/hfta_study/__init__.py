@@ -13,9 +13,10 @@ normalised throughput and speedups), `plot`.
 WORKLOADS = ("resnet18", "transformer", "mlp")
 MODES = ("serial", "concurrent", "mps", "hfta")
 # How a point's training steps ran, as tables, plots and claims name it: torch's eager step (stock, as
-# HFTA's paper measured) or the whole step replayed as one CUDA graph (graphs.py).
-STEP_STOCK, STEP_GRAPHED = "stock", "graphed"
-STEPS = (STEP_STOCK, STEP_GRAPHED)
+# HFTA's paper measured), the whole step replayed as one CUDA graph (graphs.py), or the module compiled
+# by torch.compile (training.TrainSettings.compiled).
+STEP_STOCK, STEP_GRAPHED, STEP_COMPILED = "stock", "graphed", "compiled"
+STEPS = (STEP_STOCK, STEP_GRAPHED, STEP_COMPILED)
 # fp32 is true FP32 (TF32 off); fp16 and bf16 are AMP (autocast; fp16 with a gradient scaler).
 PRECISIONS = ("fp32", "fp16", "bf16")
 OPTIMIZERS = ("sgd", "adamw")  # gpurepro.hfta.OPTIMIZERS

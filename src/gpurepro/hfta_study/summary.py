@@ -35,7 +35,6 @@ POINT_KEYS = ["workload", "mode", "step", "precision", "b", "run"]
 # What else must match for two points to be compared (normalised throughput, speedups).
 SAME_SETUP = ["profile", "workload", "batch_size", "image_size", "seq_len"]
 BASELINES = ("serial", "concurrent", "mps")
-STEP_COMPILED = "compiled"  # torch.compile'd steps (training.TrainSettings.compiled)
 GIB = 2**30
 _DESCRIBED = ["batch_size", "image_size", "seq_len", "optimizer", "lr", "timed_steps",
               "warmup_steps_per_model", "data"]  # fmt: skip
@@ -49,7 +48,7 @@ def _keys(rows: pd.DataFrame, sidecar: dict[str, Any], path: Path | str) -> dict
 
 def step_order(steps: pd.Series | list[str]) -> list[str]:
     """The steps present, in the order tables and plots show them: stock, graphed, compiled, others."""
-    known = [*STEPS, *([] if STEP_COMPILED in STEPS else [STEP_COMPILED])]
+    known = list(STEPS)
     present = list(dict.fromkeys(steps))
     return [s for s in known if s in present] + sorted(s for s in present if s not in known)
 
