@@ -67,7 +67,7 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
         "sgemm/raw/torch_n25536.csv",
         f"hfta/raw/resnet18/stock/hfta_fp16_b{best_b}_run1.csv",
         f"hfta/raw/resnet18/stock/mps_fp16_b{best_b}_run1.csv",
-        "hfta/raw/resnet18/stock/serial_fp16_b8_run1.csv",
+        "hfta/raw/resnet18/stock/serial_fp16_b1_run1.csv",
         "inference/raw/deit/deit-t_b1_fp16_eager.csv",
         "inference/raw/bert/bert-b_s384_b1_fp16_eager.csv",
         "inference/raw/bert/bert-l_s320_b1_fp16_eager.csv",
@@ -230,16 +230,18 @@ def test_negative_size_in_a_profile_names_the_key(workflow_copy: Path) -> None:
     )
 
 
-def test_serial_at_a_b_the_sweep_lacks_names_the_key(workflow_copy: Path) -> None:
+def test_serial_may_run_at_a_b_the_other_modes_do_not(workflow_copy: Path) -> None:
     profile_file = workflow_copy / "config/devices/v100.yaml"
     profile = yaml.safe_load(profile_file.read_text())
     profile["hfta"]["serial_b_values"] = [64]
     profile_file.write_text(yaml.safe_dump(profile))
     result = run_snakemake("-n", "--cores", "1", "--config", "device=v100", cwd=workflow_copy)
-    assert result.returncode != 0
-    assert "config/devices/v100.yaml: key hfta.serial_b_values: [64] not among b_values" in (
-        result.stdout + result.stderr
-    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "stock/serial_fp32_b64_run1.csv" in output
+    assert "stock/serial_fp32_b1_run1.csv" not in output
+    assert not re.search(r"/(concurrent|mps|hfta)_\w+_b64_run", output)
+    assert "stock/hfta_fp32_b1_run1.csv" in output
 
 
 def test_lint_is_clean_with_the_default_config() -> None:

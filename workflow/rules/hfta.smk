@@ -64,14 +64,10 @@ HFTA_POINTS = dict(
     run=range(1, HFTA["repeats"] + 1),
 )
 # Points whose answer another point gives are left out (gpurepro/hfta_study/sweep.py): serial runs at
-# serial_b_values only (the smallest B unless the profile says otherwise), concurrent and MPS not at
+# serial_b_values only (the smallest B unless the profile says otherwise; they may lie outside
+# b_values), concurrent and MPS not at
 # B=1, graphed steps once (the repeats are for the stock comparisons the claims judge).
 HFTA_SERIAL_B = HFTA.get("serial_b_values", [min(HFTA["b_values"])])
-if not set(HFTA_SERIAL_B) <= set(HFTA["b_values"]):
-    raise WorkflowError(
-        f"bad device profile config/devices/{DEVICE}.yaml: key hfta.serial_b_values: "
-        f"{sorted(set(HFTA_SERIAL_B) - set(HFTA['b_values']))} not among b_values {HFTA['b_values']}"
-    )
 
 # ResNet-18 reads real Tiny-ImageNet batches when data.source is tiny-imagenet; everything else trains
 # on synthetic batches.
