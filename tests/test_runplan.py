@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,24 @@ def test_the_fork_server_and_the_run_settings_enter_the_model() -> None:
     assert serial[1] > 3 * serial[0] - 3 * 20  # B models one after another
 
 
+def test_a_gpu_starting_warm_is_expected_to_wait_less_for_its_cool_downs() -> None:
+    mean = durations.COOLDOWN_S["sgemm_run"]
+    at = {
+        t: replace(_settings(), start_temperature_c=t).cooldown_s("sgemm_run") for t in (20, 33, 36, 39, 60)
+    }
+    assert at[36] == pytest.approx(mean) and _settings().cooldown_s("sgemm_run") == mean  # unknown: the mean
+    assert at[33] > at[36] > at[39]
+    low, high = durations.COOLDOWN_SCALE_RANGE
+    assert at[20] == pytest.approx(high * mean) and at[60] == pytest.approx(low * mean)
+    assert replace(_settings(), gpu=False, start_temperature_c=30).cooldown_s("sgemm_run") == 0
+    point = PlannedJob("sgemm_run", {"n": "25536", "backend": "cublas"})
+    # both waits long enough to hold the idle baseline in their tails: the difference is the waits'
+    warm, cold = (durations.modelled(point, replace(_settings(), start_temperature_c=t)) for t in (37, 33))
+    assert cold - warm == pytest.approx(
+        at[33] - replace(_settings(), start_temperature_c=37).cooldown_s("sgemm_run")
+    )
+
+
 def _benchmark(path: Path, seconds: float) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:00\t1.0\n")
@@ -76,20 +95,20 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     _benchmark(tmp_path / "results-run2" / relative, 50)
     _benchmark(tmp_path / "results-run3" / relative, 90)
     _benchmark(tmp_path / "results" / "a100" / relative.relative_to("h100"), 1000)  # another GPU's
-    # run 3 waited 45 s for its GPU to cool: that wait is replaced by the mean one
+    # run 3 waited 41 s for its GPU to cool: that wait is replaced by the mean one (its 4 s settle stays)
     sidecar = tmp_path / "results-run3" / "h100/inference/raw/deit/deit-b_b1_fp16_eager.provenance.json"
     sidecar.parent.mkdir(parents=True)
     sidecar.write_text(json.dumps({"measurement": {"cooldown": {"waited_s": 41.0, "settled_s": 4.0}}}))
     job = PlannedJob("infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / relative))
     cool = durations.COOLDOWN_S["infer_deit"]
-    # the median of this device's runs: 40, 50 and 90 - 45, each with the mean cool-down
-    assert durations.earlier(job, tmp_path / "results-new") == pytest.approx(45 + cool)
+    # the median of this device's runs: 40, 50 and 90 - 41, each with the mean cool-down
+    assert durations.earlier(job, tmp_path / "results-new", _settings()) == pytest.approx(49 + cool)
     unseen = PlannedJob(
         "infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / "h100/x.tsv")
     )
-    assert durations.earlier(unseen, tmp_path / "results-new") is None
+    assert durations.earlier(unseen, tmp_path / "results-new", _settings()) is None
     found = estimate.estimate([job, unseen], _settings(), tmp_path / "results-new", 16, {})
-    assert found.from_earlier == 1 and found.wall_s == pytest.approx(45 + cool) and found.model_wall_s < 45
+    assert found.from_earlier == 1 and found.wall_s == pytest.approx(49 + cool) and found.model_wall_s < 49
     text = estimate.describe(found, 16)
     assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
 

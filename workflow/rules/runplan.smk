@@ -28,6 +28,15 @@ def resource_capacity():
     }
 
 
+def coolest_gpu_temperature():
+    """The coolest selected GPU's temperature now (None on a cluster or without NVML): the idle
+    temperature the run's cool-downs will return to, which sets how long they take."""
+    if CLUSTER or not IS_GPU:
+        return None
+    readings = [g.temperature_c for g in detected_gpus() if g.temperature_c is not None]
+    return float(min(readings)) if readings else None
+
+
 def print_estimate():
     """The estimate of the jobs in Snakemake's plan, on stderr."""
     settings = durations.RunSettings(
@@ -36,6 +45,7 @@ def print_estimate():
         fork_server=fork_server_wanted(),
         gpu=IS_GPU,
         fp32_tflops=51.0 if IS_GPU else 0.5,
+        start_temperature_c=coolest_gpu_temperature(),
     )
     cores = planned_cores()
     found = estimate.estimate(
@@ -45,7 +55,9 @@ def print_estimate():
         cores,
         {} if CLUSTER else resource_capacity(),
     )
-    print(estimate.describe(found, cores), file=sys.stderr)
+    print(
+        estimate.describe(found, cores, settings.start_temperature_c), file=sys.stderr
+    )
 
 
 def print_estimate_after_dry_run():

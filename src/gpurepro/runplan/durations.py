@@ -31,8 +31,8 @@ from .jobs import PlannedJob
 START_FORKED_S, START_OWN_S = 1.0, 9.0
 # Mean cool-down wait before a point of each study: SGEMM and HFTA points leave the GPU 5-15 C above its
 # idle temperature, inference barely warms it. How long the next point waits depends on the idle
-# temperature the run recorded: two H100 quick runs, one starting from a cold GPU (32 C: 374 s of
-# waits in all) and one from a warm one (38 C: 118 s); these are the means of both.
+# temperature the run records at its first measurement (the GPU's temperature as the run starts):
+# these means are those of H100 quick runs starting at about COOLDOWN_REFERENCE_C (247 s in all).
 COOLDOWN_S = {
     "sgemm_run": 17.0,
     "variability_run": 13.0,
@@ -40,6 +40,12 @@ COOLDOWN_S = {
     "infer_deit": 2.0,
     "infer_bert": 2.0,
 }
+# Seven H100 quick runs waited 374, 317, 155, 232, 76, 118 and 88 s in all, starting at 32, 34, 36, 37,
+# 37, 38 and 39 C: a least-squares line falls by 22% of its value at 36 C per degree warmer. A cold GPU
+# records a low idle temperature and waits long to return to it after each hot point; a warm one hardly
+# waits. The scale is held to COOLDOWN_SCALE_RANGE, beyond which no run was seen.
+COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.22
+COOLDOWN_SCALE_RANGE = (0.25, 2.0)
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
 INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
@@ -88,6 +94,9 @@ class RunSettings:
     gpu: bool = True
     # GEMM rate of this GPU in TFLOP/s (FP32), for the SGEMM jobs
     fp32_tflops: float = 51.0
+    # the coolest selected GPU's temperature as the run is planned (None: unknown, as when planning on
+    # a machine without the GPU): the idle temperature its cool-downs will wait for
+    start_temperature_c: float | None = None
 
     @property
     def start_s(self) -> float:
@@ -96,11 +105,22 @@ class RunSettings:
     def telemetry(self, key: str) -> float:
         return float(self.config["telemetry"][key])
 
+    def cooldown_s(self, rule: str) -> float:
+        """The expected cool-down wait before a point of `rule`, for this run's starting temperature."""
+        if not self.gpu:
+            return 0.0
+        mean = COOLDOWN_S.get(rule, 0.0)
+        if self.start_temperature_c is None:
+            return mean
+        low, high = COOLDOWN_SCALE_RANGE
+        scale = 1.0 - COOLDOWN_SCALE_PER_C * (self.start_temperature_c - COOLDOWN_REFERENCE_C)
+        return mean * min(high, max(low, scale))
 
-def _measuring(settings: RunSettings, body_s: float, cooldown_s: float) -> float:
+
+def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
     """A GPU point: start-up, cool-down and idle baseline around its own work (a cool-down longer than
     the baseline has the baseline as its tail: harness.py)."""
-    cooldown = cooldown_s if settings.gpu else 0.0
+    cooldown = settings.cooldown_s(rule)
     # the GPU left alone after the previous point, what of it its own start-up has not already taken
     settling = max(0.0, SETTLE_S - settings.start_s) if settings.gpu else 0.0
     idle = settings.telemetry("idle_seconds")
@@ -108,22 +128,22 @@ def _measuring(settings: RunSettings, body_s: float, cooldown_s: float) -> float
     return settings.start_s + rest + body_s
 
 
-def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, cooldown_s: float) -> float:
+def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, rule: str) -> float:
     product_s = 2 * n**3 / (settings.fp32_tflops * 1e12)
     work = (reps + warmup) * product_s
     body = GEMM_SETUP_S + max(work, settings.telemetry("min_energy_window_s"))
-    return _measuring(settings, body, cooldown_s)
+    return _measuring(settings, body, rule)
 
 
 def sgemm_run(job: PlannedJob, settings: RunSettings) -> float:
     sgemm = settings.profile["sgemm"]
     n, reps, warmup = int(job.wildcards["n"]), int(sgemm["reps"]), int(sgemm.get("warmup", 5))
-    return _gemm(settings, n, reps, warmup, COOLDOWN_S[job.rule])
+    return _gemm(settings, n, reps, warmup, job.rule)
 
 
 def variability_run(job: PlannedJob, settings: RunSettings) -> float:
     variability = settings.profile["variability"]
-    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5, COOLDOWN_S[job.rule])
+    return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5, job.rule)
 
 
 def inference_point(job: PlannedJob, settings: RunSettings) -> float:
@@ -132,7 +152,7 @@ def inference_point(job: PlannedJob, settings: RunSettings) -> float:
     window = max(float(run["energy_window_s"]), settings.telemetry("min_energy_window_s"))
     timed = AUTORANGE_OVERRUN * float(run["min_run_time_s"])
     body = prepare + settings.telemetry("active_idle_seconds") + timed + window
-    return _measuring(settings, body, COOLDOWN_S[job.rule])
+    return _measuring(settings, body, job.rule)
 
 
 def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
@@ -156,7 +176,7 @@ def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
         step_s = max(HFTA_FUSED_HOST_STEP_S, b * int(hfta["batch_size"]) / HFTA_FUSED_RATE)
         setup = HFTA_FUSED_SETUP_S + HFTA_FUSED_SETUP_PER_MODEL_S * b
         body = setup + capture + max(steps * step_s, min_timed)
-    return _measuring(settings, body, COOLDOWN_S[job.rule])
+    return _measuring(settings, body, job.rule)
 
 
 def train_ddp(job: PlannedJob, settings: RunSettings) -> float:
@@ -212,16 +232,16 @@ def _cooldown_waited(benchmark: Path) -> float:
     study, point = parts[at + 1], Path(*parts[at + 2 :]).with_suffix(".provenance.json")
     sidecar = Path(*parts[:at]) / study / "raw" / point
     try:
-        cooldown = json.loads(sidecar.read_text())["measurement"]["cooldown"]
-        return float(cooldown.get("waited_s", 0.0)) + float(cooldown.get("settled_s", 0.0))
+        # the settle before it (cooldown.settled_s) stays in the job's time: it does not depend on heat
+        return float(json.loads(sidecar.read_text())["measurement"]["cooldown"].get("waited_s", 0.0))
     except (OSError, ValueError, KeyError, TypeError):
         return 0.0
 
 
-def earlier(job: PlannedJob, results_dir: Path) -> float | None:
+def earlier(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float | None:
     """The median wall time of this job in earlier runs of this device (see the module's docstring),
-    each with the cool-down it waited replaced by the mean one (COOLDOWN_S): how long a GPU takes to
-    cool depends on the idle temperature its run started from, not on the job."""
+    each with the cool-down it waited replaced by the one expected for this run (RunSettings.cooldown_s):
+    how long a GPU takes to cool depends on the idle temperature its run started from, not on the job."""
     if not job.benchmark:
         return None
     benchmark = Path(job.benchmark)
@@ -230,7 +250,7 @@ def earlier(job: PlannedJob, results_dir: Path) -> float | None:
     except ValueError:
         return None
     parent = results_dir.parent if results_dir.parent != Path("") else Path(".")
-    expected = COOLDOWN_S.get(job.rule, 0.0)
+    expected = settings.cooldown_s(job.rule)
     times = [
         _wall_time(path) - _cooldown_waited(path) + expected
         for path in sorted(parent.glob(f"*/{relative}"))

@@ -42,7 +42,7 @@ def estimate(
     capacity: Mapping[str, int],
 ) -> Estimate:
     modelled = [durations.modelled(job, settings) for job in jobs]
-    earlier = [durations.earlier(job, results_dir) for job in jobs]
+    earlier = [durations.earlier(job, results_dir, settings) for job in jobs]
     seconds = [m if e is None else e for m, e in zip(modelled, earlier, strict=True)]
     studies: dict[str, tuple[int, float]] = {}
     for job, s in zip(jobs, seconds, strict=True):
@@ -72,8 +72,9 @@ def _jobs(count: int) -> str:
     return f"{count} job{'s' * (count != 1)}"
 
 
-def describe(found: Estimate, cores: int) -> str:
-    """The lines the run prints."""
+def describe(found: Estimate, cores: int, start_temperature_c: float | None = None) -> str:
+    """The lines the run prints (start_temperature_c: the GPU temperature the cool-downs were scaled
+    for, None where unknown)."""
     if not found.jobs:
         return "gpurepro: nothing to run"
     basis = (
@@ -88,5 +89,6 @@ def describe(found: Estimate, cores: int) -> str:
         f"core{'s' * (cores != 1)}; {basis}.",
     ]
     if studies:
-        lines.append(f"gpurepro: measurements: {studies} (cool-down waits estimated).")
+        basis = "" if start_temperature_c is None else f" for a GPU starting at {start_temperature_c:g} C"
+        lines.append(f"gpurepro: measurements: {studies} (cool-down waits estimated{basis}).")
     return "\n".join(lines)
