@@ -278,3 +278,28 @@ def test_a_metric_neither_run_has_a_value_for_is_left_out(tmp_path: Path) -> Non
         extra = sgemm.iloc[[0]].assign(metric="normalised_throughput", statistic="x", unit="x", value=np.nan)
         pd.concat([sgemm, extra]).to_csv(run / "tables" / "sgemm.csv", index=False)
     assert "normalised_throughput" not in set(_compare(a, b)["metric"])
+
+
+def _with_utilisation(run: Path, busy_pct: float) -> None:
+    """The run's DeiT point with its GPU busy `busy_pct` of its energy window."""
+    deit = pd.read_csv(run / "tables" / "inference_deit.csv")
+    extra = deit.iloc[[0]].assign(
+        metric="gpu_utilization", statistic="energy_window_median", unit="%", value=busy_pct
+    )
+    pd.concat([deit, extra]).to_csv(run / "tables" / "inference_deit.csv", index=False)
+
+
+@pytest.mark.parametrize(("busy", "host_bound"), [((13.0, 17.0), True), ((13.0, 60.0), False)])
+def test_a_change_at_a_point_whose_gpu_sat_mostly_idle_is_marked_host_bound(
+    tmp_path: Path, busy: tuple[float, float], host_bound: bool
+) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", latency_ms=10.0, seed=5)
+    _with_utilisation(a, busy[0])
+    _with_utilisation(b, busy[1])
+    table = _compare(a, b)
+    latency = _row(table, "latency", statistic="median")
+    assert latency["grade"] == SLOWER  # the grade stands either way
+    assert ("host-bound point (GPU busy 17% at most)" in latency["summary"]) is host_bound
+    assert pd.isna(_row(table, "time", n=1024, statistic="median")["host_bound"])  # SGEMM: no utilisation
+    page = (write(a, b, tmp_path / "out")[0][0]).read_text()
+    assert ("lie at host-bound points" in page) is host_bound

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..stats import ratio_interval
+from . import hostbound
 from .grade import NOT_COMPARABLE, grade, metric_kind
 from .points import PROTOCOL, central, describe_point, key_columns, normal
 from .runs import Run
@@ -189,4 +190,4 @@ def compare(a_run: Run, b_run: Run) -> pd.DataFrame:
             rows.append({"table": name, "study": name, "metric": EVERY_METRIC, **_not_comparable(why)})
     table = pd.DataFrame(rows)
     keys = [c for c in table.columns if c not in COLUMNS]
-    return table.reindex(columns=[*COLUMNS[:3], *keys, *COLUMNS[3:]])
+    return hostbound.mark(table.reindex(columns=[*COLUMNS[:3], *keys, *COLUMNS[3:]]))

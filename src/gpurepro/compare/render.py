@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from . import hostbound
 from .grade import NOISE_FLOOR, NOT_COMPARABLE, SAME
 
 HOW_GRADED = (
@@ -74,7 +75,10 @@ def reference_line(changes: pd.DataFrame) -> str:
 
 
 def markdown(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
-    lines = [f"# Comparison: A = {a}, B = {b}", "", f"{counts(table)}.", "", "## What changed", ""]
+    lines = [f"# Comparison: A = {a}, B = {b}", "", f"{counts(table)}.", ""]
+    if host_bound := hostbound.tally(table, SAME, NOT_COMPARABLE):
+        lines += [host_bound, ""]
+    lines += ["## What changed", ""]
     if changes.empty:
         lines.append("Nothing the sidecars record differs between the runs.")
     else:
@@ -122,6 +126,7 @@ def to_html(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
         "</head><body>",
         f"<h1>Comparison: A = {e(a)}, B = {e(b)}</h1>",
         f"<p>{e(counts(table))}.</p>",
+        *([f"<p>{e(note)}</p>"] if (note := hostbound.tally(table, SAME, NOT_COMPARABLE)) else []),
         "<h2>What changed</h2>",
     ]
     if changes.empty:
