@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from gpurepro.cli import main
 from gpurepro.compare import changes, match
@@ -162,6 +163,31 @@ def test_what_changed_lists_only_the_fields_that_differ(tmp_path: Path) -> None:
     assert (changed.loc["torch", "a"], changed.loc["torch", "b"]) == ("2.11.0", "2.12.0")
 
 
+def _keep_config(run: Path, config: dict) -> None:
+    """The config the run's sidecars name (config_hash "abc" in make_run), as a run keeps it."""
+    (run / "config").mkdir(exist_ok=True)
+    (run / "config" / "abc.yaml").write_text(yaml.safe_dump(config))
+
+
+def test_what_changed_lists_the_config_keys_that_differ(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    base = {"results_dir": "results", "inference": {"energy_window_s": 10, "warmup": 20}, "gpus": [0]}
+    _keep_config(a, base)
+    assert not any(
+        changes.changes(load_run(a), load_run(b))["field"].str.startswith("config ")
+    )  # B kept none
+    _keep_config(b, {**base, "results_dir": "rerun", "inference": {"energy_window_s": 5, "warmup": 20}})
+    changed = changes.changes(load_run(a), load_run(b)).set_index("field")
+    assert sorted(f for f in changed.index if f.startswith("config ")) == [
+        "config inference.energy_window_s",
+        "config results_dir",
+    ]
+    assert (
+        changed.loc["config inference.energy_window_s", "a"],
+        changed.loc["config inference.energy_window_s", "b"],
+    ) == ("10", "5")
+
+
 def test_another_gpu_shows_the_reference_rates_ratio(tmp_path: Path) -> None:
     a = make_run(tmp_path / "a")
     h200 = {**GPU, "name": "NVIDIA H200", "uuid": "GPU-bbbb"}
@@ -215,6 +241,7 @@ def test_the_workflow_target_says_how_to_name_the_other_run(tmp_path: Path) -> N
 def test_a_packed_run_is_compared_after_its_checksum_is_verified(tmp_path: Path) -> None:
     a = make_run(tmp_path / "a")
     (a / "verdict.md").write_text("# verdict\n")
+    _keep_config(a, {"results_dir": "results"})
     (a / "logs").mkdir()
     (a / "logs" / "x.log").write_text("left out\n")
     archive = tmp_path / "packed" / "lastmonth.tar.gz"
@@ -225,6 +252,7 @@ def test_a_packed_run_is_compared_after_its_checksum_is_verified(tmp_path: Path)
         "h100/tables/sgemm.csv",
         "h100/sgemm/raw/cublas_n1024.provenance.json",
         "h100/verdict.md",
+        "h100/config/abc.yaml",
     } <= names
     assert "h100/logs/x.log" not in names
     assert Path(f"{archive}.sha256").read_text().split() == [sha256(archive), archive.name]

@@ -288,9 +288,13 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert (results / "plots" / "sgemm.png").read_bytes()[:4] == b"\x89PNG"
     for raw in (results / "sgemm" / "raw").iterdir():
         assert not os.stat(raw).st_mode & stat.S_IWUSR, f"{raw} is not write-protected"
-    # every job was forked from the run's fork server, which left with the run
+    # every job was forked from the run's fork server, which left with the run; its sidecar names the
+    # config the run kept
     for sidecar in (results / "sgemm" / "raw").glob("torch_n*[0-9].provenance.json"):
-        assert json.loads(sidecar.read_text())["launch"].startswith("forked from fork server ")
+        recorded = json.loads(sidecar.read_text())
+        assert recorded["launch"].startswith("forked from fork server ")
+        kept = yaml.safe_load((results / "config" / f"{recorded['config_hash']}.yaml").read_text())
+        assert kept["device"] == "auto" and kept["quick"] is True
     assert "listening at" in (results / "logs" / "forkserver.log").read_text()
     assert sorted(p.name for p in (results / "logs" / "sgemm").iterdir()) == [
         "aggregate.log",

@@ -13,9 +13,12 @@ import platform
 import socket
 import subprocess
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from . import __version__, nvml
 from .forkserver import protocol
@@ -26,6 +29,25 @@ def config_hash(config: dict[str, Any]) -> str:
     """A short stable hash of a configuration (key order does not matter)."""
     canonical = json.dumps(config, sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def config_file(results: Path, digest: str) -> Path:
+    """Where a run keeps the config whose config_hash is `digest` (results: one device's folder)."""
+    return results / "config" / f"{digest}.yaml"
+
+
+def record_config(config: dict[str, Any], results: Path, digest: str | None = None) -> Path:
+    """The run's resolved config, written once per distinct config (a rerun with other settings adds
+    its own file, none is overwritten): sidecars name it by their config_hash (`digest`: the hash the
+    run handed its jobs, computed when the config was read; by default, the config's own)."""
+    path = config_file(results, digest or config_hash(config))
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plain = json.loads(json.dumps(config, default=str))  # as config_hash reads it
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as draft:
+            yaml.safe_dump(plain, draft, sort_keys=True)
+        os.replace(draft.name, path)
+    return path
 
 
 def git_state(root: Path | None = None) -> dict[str, Any]:

@@ -143,6 +143,8 @@ onstart:
             "Use the default profile, or --profile profiles/slurm"
         )
     print_estimate()
+    # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
+    provenance.record_config(config, Path(RESULTS), CONFIG_HASH)
     start_fork_server()
 
 

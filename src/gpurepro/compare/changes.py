@@ -3,16 +3,20 @@
 Each run's value of a field is the set of distinct values over all its sidecars (a run may span two
 GPUs, or a driver update mid-run), written sorted and joined. Where the runs measured different GPUs,
 the reference rates' ratio B/A (tables/reference.csv, median) follows: the yardstick for every study's
-ratios, as the verdict scales absolute claims by it.
+ratios, as the verdict scales absolute claims by it. Where both runs kept their configs (config/<hash>.yaml,
+written as each run starts), the config keys whose values differ follow too.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
+import yaml
 
+from .. import provenance
 from .match import compare_table
 from .runs import Run
 
@@ -89,6 +93,49 @@ def reference_ratios(a: Run, b: Run) -> pd.DataFrame:
     return rows[rows["statistic"] == "median"] if "statistic" in rows else rows
 
 
+def _flat(tree: Any, prefix: str = "") -> dict[str, str]:
+    """A config's leaves by dotted key (lists are leaves)."""
+    if not isinstance(tree, dict):
+        return {prefix: json.dumps(tree)}
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def run_config(run: Run) -> dict[str, set[str]]:
+    """Each config key's values over the configs the run's sidecars name (config/<config_hash>.yaml)."""
+    digests = {value for sidecar in run.sidecars() for value in _at("config_hash")(sidecar) if value}
+    values: dict[str, set[str]] = {}
+    for digest in sorted(digests):
+        path = provenance.config_file(run.path, str(digest))
+        if path.is_file():
+            for key, value in _flat(yaml.safe_load(path.read_text()) or {}).items():
+                values.setdefault(key, set()).add(value)
+    return values
+
+
+def config_rows(a: Run, b: Run) -> list[dict[str, str]]:
+    """A row per config key whose values differ, where both runs kept their configs."""
+    first, second = run_config(a), run_config(b)
+    if not first or not second:
+        return []
+    shown = {
+        side: {key: ", ".join(sorted(v)) for key, v in values.items()}
+        for side, values in (("a", first), ("b", second))
+    }
+    return [
+        {
+            "field": f"config {key}",
+            "a": shown["a"].get(key, "(not set)"),
+            "b": shown["b"].get(key, "(not set)"),
+            "note": "",
+        }
+        for key in sorted({*first, *second})
+        if first.get(key) != second.get(key)
+    ]
+
+
 def changes(a: Run, b: Run) -> pd.DataFrame:
     """The fields whose values differ, and the reference rates' ratios where the GPU model differs."""
     first, second = summarise(a), summarise(b)
@@ -102,6 +149,7 @@ def changes(a: Run, b: Run) -> pd.DataFrame:
         for field in FIELDS
         if first[field] != second[field]
     ]
+    rows += config_rows(a, b)
     if first["GPU model"] != second["GPU model"]:
         for ref in reference_ratios(a, b).to_dict("records"):
             note = (

@@ -12,7 +12,7 @@ from ..errors import GpureproError
 
 SUFFIX = ".tar.gz"
 # What a comparison or a reviewer needs from a run; logs, plots and benchmarks are left out (remade).
-PACKED = ("tables/*.csv", "*/raw/**/*", "verdict*")
+PACKED = ("tables/*.csv", "*/raw/**/*", "verdict*", "config/*.yaml")
 
 
 def checksum_path(archive: Path) -> Path:
