@@ -161,10 +161,29 @@ def _undefined(row: Row) -> bool:
 
 
 # Not graded: the pipeline's own job times (cool-down waits included: how long a run took, not what it
-# measured), and counts that say how a measurement was taken (how many inferences fitted a window)
-# rather than what it found; each follows from a graded metric.
+# measured); counts that say how a measurement was taken (how many inferences fitted a window) rather
+# than what it found, each following from a graded metric; and quantities the protocol sets or the point
+# is (window lengths, iterations, reps, GPUs, the sampler's rate, the model's size), the same in any two
+# runs of one config: graded, they would only pad the share "same within noise".
 UNGRADED_TABLES = {"runtimes"}
-UNGRADED_METRICS = {"timed_inferences", "energy_window_inferences", "runs_per_block", "samples", "processes"}
+UNGRADED_METRICS = {
+    "timed_inferences",
+    "energy_window_inferences",
+    "runs_per_block",
+    "samples",
+    "processes",
+    "timed_steps",
+    "timed_window",
+    "wall_time",
+    "timed_iterations",
+    "warmup_iterations",
+    "energy_window",
+    "energy_window_reliable",
+    "telemetry_rate",
+    "gpus",
+    "reps",
+    "parameters",
+}
 
 
 def _graded(run: Run) -> Run:
