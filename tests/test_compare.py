@@ -332,5 +332,6 @@ def test_a_change_at_a_point_whose_gpu_sat_mostly_idle_is_marked_host_bound(
     assert latency["grade"] == SLOWER  # the grade stands either way
     assert ("host-bound point (GPU busy 17% at most)" in latency["summary"]) is host_bound
     assert pd.isna(_row(table, "time", n=1024, statistic="median")["host_bound"])  # SGEMM: no utilisation
-    page = (write(a, b, tmp_path / "out")[0][0]).read_text()
-    assert ("lie at host-bound points" in page) is host_bound
+    paths, summary = write(a, b, tmp_path / "out")
+    assert ("lie at host-bound points" in paths[0].read_text()) is host_bound
+    assert ("changes at host-bound points" in summary) is host_bound

@@ -37,15 +37,19 @@ def mark(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def changes_at_host_bound(table: pd.DataFrame, same: str, not_comparable: str) -> tuple[int, int]:
+    """(changes beyond noise at host-bound points, changes beyond noise in all)."""
+    changed = table[~table["grade"].isin([same, not_comparable])]
+    at_host_bound = int(changed["host_bound"].notna().sum()) if "host_bound" in table else 0
+    return at_host_bound, len(changed)
+
+
 def tally(table: pd.DataFrame, same: str, not_comparable: str) -> str:
     """'55 of the 72 changes beyond noise lie at host-bound points' ('' where none does)."""
-    if "host_bound" not in table:
-        return ""
-    changed = table[~table["grade"].isin([same, not_comparable])]
-    at_host_bound = int(changed["host_bound"].notna().sum())
+    at_host_bound, changed = changes_at_host_bound(table, same, not_comparable)
     if not at_host_bound:
         return ""
     return (
-        f"{at_host_bound} of the {len(changed)} changes beyond noise lie at host-bound points (GPU busy "
+        f"{at_host_bound} of the {changed} changes beyond noise lie at host-bound points (GPU busy "
         f"under {HOST_BOUND_BELOW_PCT:.0f}% of the energy window in both runs): their times are the host's."
     )
