@@ -8,6 +8,7 @@
 # without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
 # Then `hfta` (tables/hfta.csv, normalised throughput; tables/hfta_speedup.csv) and `plot_hfta`.
 
+from gpurepro import hfta_study  # noqa: E402
 from gpurepro.hfta_study import sweep as hfta_sweep  # noqa: E402
 
 HFTA = PROFILE["hfta"]
@@ -82,7 +83,7 @@ HFTA_FLAGS = (
     f"--gpu {JOB_GPU} --batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
     f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
-    f"--min-timed-s {max(HFTA.get('min_timed_s', HFTA_RUN['min_timed_s']), config['telemetry']['min_energy_window_s'])} "
+    f"--min-timed-s {hfta_study.min_timed_s(HFTA, config)} "
     f"--dropped-steps {HFTA_RUN['dropped_steps']} {measurement_flags()}"
 )
 

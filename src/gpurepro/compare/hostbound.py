@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .grade import NOT_COMPARABLE, SAME
+
 # A point whose GPU was busy less than this share of its energy window in both runs is host-bound.
 HOST_BOUND_BELOW_PCT = 50.0
 UTILISATION = ("gpu_utilization", "energy_window_median")
@@ -37,16 +39,16 @@ def mark(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def changes_at_host_bound(table: pd.DataFrame, same: str, not_comparable: str) -> tuple[int, int]:
+def changes_at_host_bound(table: pd.DataFrame) -> tuple[int, int]:
     """(changes beyond noise at host-bound points, changes beyond noise in all)."""
-    changed = table[~table["grade"].isin([same, not_comparable])]
+    changed = table[~table["grade"].isin([SAME, NOT_COMPARABLE])]
     at_host_bound = int(changed["host_bound"].notna().sum()) if "host_bound" in table else 0
     return at_host_bound, len(changed)
 
 
-def tally(table: pd.DataFrame, same: str, not_comparable: str) -> str:
+def tally(table: pd.DataFrame) -> str:
     """'55 of the 72 changes beyond noise lie at host-bound points' ('' where none does)."""
-    at_host_bound, changed = changes_at_host_bound(table, same, not_comparable)
+    at_host_bound, changed = changes_at_host_bound(table)
     if not at_host_bound:
         return ""
     return (

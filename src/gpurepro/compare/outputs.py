@@ -7,7 +7,6 @@ from pathlib import Path
 
 from ..plotting import save
 from . import changes, hostbound, match, plot, render
-from .grade import NOT_COMPARABLE, SAME
 from .pack import is_archive, unpack
 from .runs import Run, load_run
 
@@ -36,7 +35,7 @@ def _write(a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path) -> t
     table.to_csv(csv, index=False)
     page.write_text(render.to_html(table, changed, str(a), str(b)))
     save(plot.plot(table, f"B / A: {b_run.name} ({b}) against {a_run.name} ({a})"), png)
-    at_host_bound, changed_in_all = hostbound.changes_at_host_bound(table, SAME, NOT_COMPARABLE)
+    at_host_bound, changed_in_all = hostbound.changes_at_host_bound(table)
     host_bound = (
         f" ({at_host_bound} of the {changed_in_all} changes at host-bound points)" if at_host_bound else ""
     )

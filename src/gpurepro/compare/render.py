@@ -76,7 +76,7 @@ def reference_line(changes: pd.DataFrame) -> str:
 
 def markdown(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
     lines = [f"# Comparison: A = {a}, B = {b}", "", f"{counts(table)}.", ""]
-    if host_bound := hostbound.tally(table, SAME, NOT_COMPARABLE):
+    if host_bound := hostbound.tally(table):
         lines += [host_bound, ""]
     lines += ["## What changed", ""]
     if changes.empty:
@@ -126,7 +126,7 @@ def to_html(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
         "</head><body>",
         f"<h1>Comparison: A = {e(a)}, B = {e(b)}</h1>",
         f"<p>{e(counts(table))}.</p>",
-        *([f"<p>{e(note)}</p>"] if (note := hostbound.tally(table, SAME, NOT_COMPARABLE)) else []),
+        *([f"<p>{e(note)}</p>"] if (note := hostbound.tally(table)) else []),
         "<h2>What changed</h2>",
     ]
     if changes.empty:

@@ -8,6 +8,9 @@ where DCGM exists), `point` (one sweep point under the shared harness), `summary
 normalised throughput and speedups), `plot`.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 # The fusion library's workloads (gpurepro.hfta.WORKLOAD_NAMES), named here so the CLI can list them
 # without importing torch models.
 WORKLOADS = ("resnet18", "transformer", "mlp")
@@ -23,3 +26,11 @@ OPTIMIZERS = ("sgd", "adamw")  # gpurepro.hfta.OPTIMIZERS
 DATA_SOURCES = ("synthetic", "tiny-imagenet")
 # Raw-file status of a point: measured, out of memory, failed otherwise, or not runnable here.
 STATUSES = ("ok", "oom", "failed", "skipped")
+
+
+def min_timed_s(profile_hfta: Mapping[str, Any], config: Mapping[str, Any]) -> float:
+    """Seconds each unit trains after its warm-up at the least: the device profile's hfta.min_timed_s,
+    else the config's, and never less than telemetry.min_energy_window_s (the point's energy is read over
+    that window). What the workflow passes `gpurepro hfta --min-timed-s` and the run plan estimates."""
+    own = profile_hfta.get("min_timed_s", config["hfta"].get("min_timed_s", 0.0))
+    return max(float(own), float(config["telemetry"]["min_energy_window_s"]))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import hfta_study
 from ..telemetry.cooldown import IDLE_TAIL_MARGIN_S, SETTLE_S
 from .jobs import PlannedJob
 
@@ -161,9 +162,7 @@ def hfta_point(job: PlannedJob, settings: RunSettings) -> float:
     steps = int(hfta["steps"]) + int(hfta["warmup"])
     samples = steps * int(hfta["batch_size"])
     capture = HFTA_GRAPH_CAPTURE_S if step == "graphed" else 0.0
-    min_timed = float(hfta.get("min_timed_s", settings.config["hfta"].get("min_timed_s", 0.0)))
-    if min_timed:  # the rule passes at least the shortest trusted energy window
-        min_timed = max(min_timed, settings.telemetry("min_energy_window_s"))
+    min_timed = hfta_study.min_timed_s(hfta, settings.config)
     capture += HFTA_COMPILE_S if step == "compiled" else 0.0
     if mode == "serial":  # B models one after another
         one = max(samples / HFTA_MODEL_RATE.get(step, HFTA_MODEL_RATE["stock"]), min_timed)
