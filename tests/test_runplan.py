@@ -111,6 +111,9 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     assert found.from_earlier == 1 and found.wall_s == pytest.approx(49 + cool) and found.model_wall_s < 49
     text = estimate.describe(found, 16)
     assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
+    # the line says how much of the estimate is cool-down, the part that differs most between cards
+    assert found.cooldown_s == pytest.approx(2 * cool)
+    assert f"about {estimate.duration(2 * cool)} of cool-down waits" in text
 
 
 def _dry_run(*argv: str) -> str:

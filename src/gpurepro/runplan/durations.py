@@ -41,11 +41,14 @@ COOLDOWN_S = {
     "infer_deit": 2.0,
     "infer_bert": 2.0,
 }
-# Seven H100 quick runs waited 374, 317, 155, 232, 76, 118 and 88 s in all, starting at 32, 34, 36, 37,
-# 37, 38 and 39 C: a least-squares line falls by 22% of its value at 36 C per degree warmer. A cold GPU
-# records a low idle temperature and waits long to return to it after each hot point; a warm one hardly
-# waits. The scale is held to COOLDOWN_SCALE_RANGE, beyond which no run was seen.
-COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.22
+# Eight H100 quick runs waited 374, 317, 155, 232, 76, 118, 88 and 304 s in all, starting at 32, 34, 36,
+# 37, 37, 38, 39 and 39 C: a least-squares line falls by 13% of its value at 36 C per degree warmer. A
+# cold GPU records a low idle temperature and waits long to return to it after each hot point; a warm one
+# mostly waits less. Cards differ besides: about the line the runs scattered by 83 s (one standard
+# deviation, a third of the waits), as the two at 39 C show (88 and 304 s: the second card's hot points
+# plateaued 2 C above its idle temperature). The scale is held to COOLDOWN_SCALE_RANGE, beyond which no
+# run was seen.
+COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.13
 COOLDOWN_SCALE_RANGE = (0.25, 2.0)
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).

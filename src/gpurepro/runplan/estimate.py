@@ -32,6 +32,9 @@ class Estimate:
     from_earlier: int
     # study -> (measuring jobs, their seconds in all)
     studies: Mapping[str, tuple[int, float]]
+    # the cool-down waits the models expect before the planned GPU points, in all (part of wall_s where
+    # the points run one after another on one GPU)
+    cooldown_s: float = 0.0
 
 
 def estimate(
@@ -55,6 +58,7 @@ def estimate(
         model_wall_s=schedule.simulate(jobs, modelled, cores, capacity).wall_s,
         from_earlier=sum(e is not None for e in earlier),
         studies=dict(sorted(studies.items(), key=lambda item: -item[1][1])),
+        cooldown_s=sum(settings.cooldown_s(job.rule) for job in jobs),
     )
 
 
@@ -90,5 +94,9 @@ def describe(found: Estimate, cores: int, start_temperature_c: float | None = No
     ]
     if studies:
         basis = "" if start_temperature_c is None else f" for a GPU starting at {start_temperature_c:g} C"
-        lines.append(f"gpurepro: measurements: {studies} (cool-down waits estimated{basis}).")
+        waits = f"about {duration(found.cooldown_s)} of cool-down waits, " if found.cooldown_s else ""
+        lines.append(
+            f"gpurepro: measurements: {studies} ({waits}estimated{basis}; how long a GPU takes to cool "
+            "differs between cards, by a third of the waits on H100s)."
+        )
     return "\n".join(lines)
