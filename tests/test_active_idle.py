@@ -367,3 +367,40 @@ def test_after_a_long_enough_cool_down_the_idle_baseline_is_its_tail() -> None:
     assert "idle" in set(short.trace.frame["phase"]) and short.idle["cpu"].power_w == pytest.approx(
         WATTS, rel=0.05
     )
+
+
+@pytest.mark.parametrize(
+    ("settle_s", "max_wait_s", "settles", "tail"),
+    [
+        (0.6, 1.5, False, True),  # the cool-down outlasted the settle: no further wait, its tail is the idle
+        (0.6, 0.0, True, False),  # no cool-down: the settle waits, then a baseline of its own
+        (3.0, 1.5, True, False),  # the cool-down's tail lay inside the settle: a baseline of its own after it
+    ],
+)
+def test_the_cool_down_counts_towards_the_settle(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settle_s: float,
+    max_wait_s: float,
+    settles: bool,
+    tail: bool,
+) -> None:
+    """A measurement straight after another leaves the GPU alone for SETTLE_S since that one ended; the
+    cool-down's wait counts towards them, and an idle baseline never opens inside them."""
+    from dataclasses import replace
+
+    import gpurepro.harness as harness
+    from gpurepro.telemetry.cooldown import record_end
+
+    monkeypatch.setattr(harness, "SETTLE_S", settle_s)
+    device = _CoolingRapl()
+    (tmp_path / "cpu.json").write_text(json.dumps({"idle_temperature_c": 20.0, "recorded_unix_s": 0.0}))
+    record_end(device, tmp_path)  # the previous measurement ended just now
+    ended = time.time()
+    settings = replace(SETTINGS, cooldown_max_wait_s=max_wait_s, idle_temperature_dir=tmp_path)
+    result = measure(device, settings, lambda: _workload([], active_idle=False))
+    assert (result.cooldown.settled_s > 0.1) is settles
+    assert ("idle" not in set(result.trace.frame["phase"])) is tail
+    idle = result.idle["cpu"]
+    assert idle.start_unix_s >= ended + settle_s - 0.05  # never inside the settle
+    assert idle.power_w == pytest.approx(WATTS, rel=0.05)

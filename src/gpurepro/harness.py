@@ -1,8 +1,8 @@
 """The measurement protocol every study shares, so each measures the same way:
 
-1. cool down (wait until the device's temperature settles), first leaving the GPU alone for a few seconds
+1. cool down (wait until the device's temperature settles), and leave the GPU alone until a few seconds
    after the previous measurement on it ended (cooldown.SETTLE_S: its clocks stay up a moment after the
-   last context goes),
+   last context goes); the cool-down's own wait counts towards those seconds,
 2. idle baseline (power and temperature with nothing running), taken before the workload is prepared: a
    process holding a CUDA context keeps an H200 at about 125 W instead of its 80 W idle. After a
    cool-down of idle_seconds or more, the baseline is its last idle_seconds (the device was at rest with
@@ -42,6 +42,7 @@ from .telemetry import (
     COOLDOWN_MARGIN_C,
     DEFAULT_SAMPLER,
     IDLE_TAIL_MARGIN_S,
+    SETTLE_S,
     CooldownResult,
     EnergyMeter,
     EnergyWindow,
@@ -50,6 +51,7 @@ from .telemetry import (
     Trace,
     idle_baseline,
     idle_temperatures,
+    last_end,
     measuring,
     open_sampler,
     settle,
@@ -286,15 +288,18 @@ def measure(
         open_sampler(source, settings.rate_hz, settings.sampler) as sampler,
     ):
         with phases.phase("cooldown"):
-            settled = settle(source, settings.idle_temperature_dir)
+            previous_end = last_end(source, settings.idle_temperature_dir)
             cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
-            cooldown = replace(cooldown, settled_s=settled)
             cooled_at = time.time()
+            cooldown = replace(cooldown, settled_s=settle(source, settings.idle_temperature_dir, SETTLE_S))
         # A cool-down at least as long as the idle baseline ended with the device at rest, with no
-        # context, for idle_seconds: the state the baseline measures. Its tail is the baseline (read from
-        # the sampled energy counter below), instead of as long again after it.
+        # context, for idle_seconds: the state the baseline measures, provided its tail starts after the
+        # previous measurement's clocks have come down. That tail is then the baseline (read from the
+        # sampled energy counter below), instead of as long again after it.
         idle_tail = (
-            cooldown.waited_s >= settings.idle_seconds + IDLE_TAIL_MARGIN_S and meter.method != "unavailable"
+            cooldown.waited_s >= settings.idle_seconds + IDLE_TAIL_MARGIN_S
+            and (previous_end is None or cooled_at - settings.idle_seconds >= previous_end + SETTLE_S)
+            and meter.method != "unavailable"
         )
         idle_windows = {} if idle_tail else _rest(phases, meter, "idle", settings.idle_seconds, lambda: None)
         with phases.phase("prepare"):

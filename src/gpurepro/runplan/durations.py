@@ -125,10 +125,13 @@ def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
     """A GPU point: start-up, cool-down and idle baseline around its own work (a cool-down longer than
     the baseline has the baseline as its tail: harness.py)."""
     cooldown = settings.cooldown_s(rule)
-    # the GPU left alone after the previous point, what of it its own start-up has not already taken
+    # the GPU left alone after the previous point, what of it its own start-up has not already taken; the
+    # cool-down's wait counts towards it
     settling = max(0.0, SETTLE_S - settings.start_s) if settings.gpu else 0.0
     idle = settings.telemetry("idle_seconds")
-    rest = settling + cooldown + (0.0 if cooldown >= idle + IDLE_TAIL_MARGIN_S else idle)
+    # the cool-down's tail is the idle baseline where it is long enough and lies after the settle
+    tail = cooldown >= idle + max(IDLE_TAIL_MARGIN_S, settling)
+    rest = max(settling, cooldown) + (0.0 if tail else idle)
     return settings.start_s + rest + body_s
 
 

@@ -16,6 +16,8 @@ _HOMES = {
     "idle_temperatures": "cooldown",
     "COOLDOWN_MARGIN_C": "cooldown",
     "IDLE_TAIL_MARGIN_S": "cooldown",
+    "SETTLE_S": "cooldown",
+    "last_end": "cooldown",
     "measuring": "cooldown",
     "record_end": "cooldown",
     "settle": "cooldown",

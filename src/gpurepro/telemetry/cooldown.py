@@ -42,7 +42,8 @@ class CooldownResult:
     start_temp_c: float
     end_temp_c: float
     target_temp_c: float | None
-    # seconds waited before the cool-down for the previous measurement's end to be SETTLE_S behind
+    # seconds waited after the cool-down for the previous measurement's end to be SETTLE_S behind (the
+    # cool-down leaves the GPU alone too, so a wait of SETTLE_S or more leaves nothing to settle)
     settled_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -96,6 +97,19 @@ def measuring(source: TelemetrySource, folder: Path | None) -> Iterator[None]:
         record_end(source, folder)
 
 
+def last_end(source: TelemetrySource, folder: Path | None) -> float | None:
+    """When the last measurement on any of the source's devices ended (Unix seconds; None: none has)."""
+    if folder is None:
+        return None
+    ends = []
+    for path in _identity_files(source, folder, ".ended").values():
+        try:
+            ends.append(float(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return max(ends, default=None)
+
+
 def settle(
     source: TelemetrySource,
     folder: Path | None,
@@ -103,18 +117,11 @@ def settle(
     sleep: Callable[[float], None] = time.sleep,
 ) -> float:
     """Wait until the last measurement on any of the devices ended settle_s ago; the seconds waited."""
-    if folder is None:
-        return 0.0
-    ends = []
-    for path in _identity_files(source, folder, ".ended").values():
-        try:
-            ends.append(float(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    wait = max([0.0] + [end + settle_s - time.time() for end in ends])
+    end = last_end(source, folder)
+    wait = 0.0 if end is None else end + settle_s - time.time()
     if wait > 0:
         sleep(min(wait, settle_s))
-    return min(wait, settle_s)
+    return max(0.0, min(wait, settle_s))
 
 
 def _record_once(path: Path, temperature: float) -> float:
