@@ -73,6 +73,10 @@ class TrainSettings:
     compiled: bool = False  # the module compiled by torch.compile after one eager warm-up step
     min_timed_s: float = 0.0  # timed steps go on until this long has passed (at least `steps` of them)
     dropped_steps: int = 0  # untimed steps after the warm-up and the barrier (HFTA's dropped first epoch)
+    # the fused array's 2-D convolution form (hfta.conv_forms: auto, grouped, matmul, triton)
+    conv_form: str = "auto"
+    # channels-last images and weights: None for the study's choice (ResNet-18 on a GPU), else forced
+    channels_last: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,8 @@ def batch_stream(
 
 
 def _channels_last(settings: TrainSettings, device: torch.device) -> bool:
+    if settings.channels_last is not None:
+        return settings.channels_last
     return settings.workload == "resnet18" and device.type == "cuda"
 
 
@@ -349,7 +355,9 @@ def fused_unit(settings: TrainSettings, count: int) -> Unit:
     for model in range(count):
         torch.manual_seed(seed_for(settings.seed, model))
         models.append(spec.make_model())
-    array = hfta.FusedArray(models, channels_last=_channels_last(settings, device)).to(device)
+    array = hfta.FusedArray(
+        models, channels_last=_channels_last(settings, device), conv_form=settings.conv_form
+    ).to(device)
     del models
     streams = [batch_stream(spec, settings, model, device) for model in range(count)]
     batches = []
