@@ -86,11 +86,12 @@ def host_ms_per_step(unit: Unit, steps: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
-    args = parse_args()
+def prepared_settings(args: argparse.Namespace, workload: str) -> TrainSettings:
+    """The units' settings from the arguments (fp16 AMP on a GPU, fp32 on the CPU; SGD as the study
+    trains), with this process prepared and what is measured printed."""
     on_gpu = args.device != "cpu"
     base = TrainSettings(
-        workload=args.workload,
+        workload=workload,
         batch_size=args.batch_size,
         precision="fp16" if on_gpu else "fp32",
         steps=args.steps,
@@ -104,8 +105,15 @@ def main() -> None:
     )
     prepare_process(base)
     name = torch.cuda.get_device_name(int(args.device)) if on_gpu else "cpu"
-    shape = f"{args.image_size}x{args.image_size}" if args.workload == "resnet18" else "784"
-    print(f"{args.workload} {shape}, batch {args.batch_size} per model, {base.precision}, {name}")
+    shape = f"{args.image_size}x{args.image_size}" if workload == "resnet18" else "784"
+    print(f"{workload} {shape}, batch {args.batch_size} per model, {base.precision}, {name}")
+    return base
+
+
+def main() -> None:
+    args = parse_args()
+    on_gpu = args.device != "cpu"
+    base = prepared_settings(args, args.workload)
     kinds = {
         "stock": dataclasses.replace(base),
         "graphed": dataclasses.replace(base, graphs=True),

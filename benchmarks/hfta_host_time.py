@@ -31,10 +31,8 @@ from types import ModuleType
 import torch
 
 from gpurepro.hfta_study.training import (
-    TrainSettings,
     Unit,
     fused_unit,
-    prepare_process,
     release_cached_memory,
     single_unit,
     train_fused,
@@ -90,24 +88,7 @@ def launches_per_step(unit: Unit) -> float:
 def main() -> None:
     args = parse_args()
     ceiling = _dense_ceiling()
-    on_gpu = args.device != "cpu"
-    base = TrainSettings(
-        workload="resnet18",
-        batch_size=args.batch_size,
-        precision="fp16" if on_gpu else "fp32",
-        steps=args.steps,
-        warmup=args.warmup,
-        optimizer="sgd",
-        lr=0.01,
-        seed=0,
-        device=f"cuda:{args.device}" if on_gpu else "cpu",
-        image_size=args.image_size,
-        min_timed_s=args.min_timed_s,
-    )
-    prepare_process(base)
-    name = torch.cuda.get_device_name(int(args.device)) if on_gpu else "cpu"
-    size = f"{args.image_size}x{args.image_size}"
-    print(f"resnet18 {size}, batch {args.batch_size} per model, {base.precision}, {name}")
+    base = ceiling.prepared_settings(args, "resnet18")
     for layout in args.layouts:
         for form in args.forms:
             settings = dataclasses.replace(base, channels_last=LAYOUTS[layout], conv_form=form)
