@@ -186,16 +186,25 @@ def _speedup_rows(
                 "value": fused.max() / curve.max(),
             }
         )
-        if best_b in curve.index:
+        at_best = _at(curve, best_b, baseline)
+        if at_best is not None:
+            baseline_b, rate = at_best
             out.append(
-                {
-                    **common,
-                    "baseline_b": best_b,
-                    "statistic": "at_best_b",
-                    "value": fused.max() / curve[best_b],
-                }
+                {**common, "baseline_b": baseline_b, "statistic": "at_best_b", "value": fused.max() / rate}
             )
     return out
+
+
+def _at(curve: pd.Series, b: int, baseline: str) -> tuple[int, float] | None:
+    """The baseline's throughput at B=b, and the B it was measured at: b itself where the curve has it;
+    for serial, whose rate is one model's at any B (sweep.py measures it at its serial_b_values only), the
+    measured B nearest b; None where neither applies."""
+    if b in curve.index:
+        return b, float(curve[b])
+    if baseline != "serial":
+        return None
+    nearest = min(curve.index, key=lambda measured: (abs(measured - b), measured))
+    return int(nearest), float(curve[nearest])
 
 
 def speedups(table: pd.DataFrame) -> pd.DataFrame:

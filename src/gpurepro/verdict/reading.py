@@ -83,8 +83,8 @@ def _rows(
         rule = rules.get(selection.table, study)
         raise NotMeasured(
             f"metric absent: tables/{selection.table}.csv has the point ({_filters(selection)}) but no "
-            f"{selection.metric} {selection.statistic} (an older table: re-aggregate it with "
-            f"`snakemake {rule} --forcerun {rule}`)"
+            f"{selection.metric} {selection.statistic}: the points measured do not give it, or the table "
+            f"predates it (then re-aggregate it with `snakemake {rule} --forcerun {rule}`)"
         )
     return rows
 
