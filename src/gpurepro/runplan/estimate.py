@@ -94,9 +94,12 @@ def describe(found: Estimate, cores: int, start_temperature_c: float | None = No
     ]
     if studies:
         basis = "" if start_temperature_c is None else f" for a GPU starting at {start_temperature_c:g} C"
-        waits = f"about {duration(found.cooldown_s)} of cool-down waits, " if found.cooldown_s else ""
-        lines.append(
-            f"gpurepro: measurements: {studies} ({waits}estimated{basis}; how long a GPU takes to cool "
-            "differs between cards, by a third of the waits on H100s)."
+        # no cool-down (the cpu profile): nothing to say of it
+        waits = (
+            f" (about {duration(found.cooldown_s)} of cool-down waits, estimated{basis}; how long a GPU "
+            "takes to cool differs between cards, by a third of the waits on H100s)"
+            if found.cooldown_s
+            else ""
         )
+        lines.append(f"gpurepro: measurements: {studies}{waits}.")
     return "\n".join(lines)
