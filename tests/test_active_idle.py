@@ -404,3 +404,36 @@ def test_the_cool_down_counts_towards_the_settle(
     idle = result.idle["cpu"]
     assert idle.start_unix_s >= ended + settle_s - 0.05  # never inside the settle
     assert idle.power_w == pytest.approx(WATTS, rel=0.05)
+
+
+class _WarmRapl(CpuSource):
+    """The linear RAPL counter on a device that stays at 45 C, well above the idle temperature its run
+    recorded: a card that levels off warmer once a run has warmed it."""
+
+    def __init__(self) -> None:
+        super().__init__(_LinearRapl())  # type: ignore[arg-type]
+
+    def temperature_c(self) -> dict[str, float]:
+        return {"cpu": 45.0}
+
+
+def test_a_cool_down_that_levelled_off_ends_the_next_at_its_level(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first cool-down watches its plateau window and records where it levelled off; the next, on
+    the same device in the same run, ends as soon as it reads that level."""
+    from dataclasses import replace
+
+    import gpurepro.harness as harness
+
+    monkeypatch.setattr(harness, "PLATEAU_S", 0.2)
+    monkeypatch.setattr(harness, "SETTLE_S", 0.1)
+    (tmp_path / "cpu.json").write_text(json.dumps({"idle_temperature_c": 35.0, "recorded_unix_s": 0.0}))
+    settings = replace(SETTINGS, cooldown_max_wait_s=30, idle_temperature_dir=tmp_path)
+    first = measure(_WarmRapl(), settings, lambda: _workload([], active_idle=False))
+    assert first.cooldown.status == "plateau" and first.cooldown.waited_s >= 0.2
+    assert (tmp_path / "cpu.levels").read_text().split() == ["45.0"]
+    second = measure(_WarmRapl(), settings, lambda: _workload([], active_idle=False))
+    assert second.cooldown.status == "levelled" and second.cooldown.waited_s == 0.0
+    assert second.cooldown.level_temp_c == 45.0 and second.cooldown.target_temp_c == 36.0
+    assert (tmp_path / "cpu.levels").read_text().split() == ["45.0"]  # a levelled end records nothing

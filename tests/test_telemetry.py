@@ -16,13 +16,16 @@ from gpurepro.telemetry import (
     COOLDOWN_MARGIN_C,
     SAMPLE_COLUMNS,
     SAMPLERS,
+    CooldownResult,
     CpuSource,
     EnergyMeter,
     ThreadSampler,
+    cooldown_levels,
     idle_temperatures,
     measure_idle,
     open_sampler,
     record_end,
+    record_level,
     settle,
     wait_for_cooldown,
 )
@@ -191,6 +194,38 @@ def test_a_hot_gpu_waits_for_its_idle_temperature_or_a_plateau_whichever_first()
     # the floor (40 C) is above the recorded idle (35 C): the temperature settles, and the wait ends there
     plateau = wait_for_cooldown(_CoolingDevice(44), 5, {"cpu": 36.0}, plateau_s=0.01, poll_s=0.005)
     assert plateau.status == "plateau" and plateau.end_temp_c == 40
+
+
+def test_a_gpu_that_levelled_off_before_ends_its_cool_down_at_that_level() -> None:
+    """A card whose earlier cool-downs levelled off above its target ends the next at that level, as
+    soon as it reaches it, rather than watching the plateau window there again; a level at or below
+    the target changes nothing."""
+    no_sleep = lambda _s: None  # noqa: E731
+    plateau = wait_for_cooldown(_CoolingDevice(50, floor_c=44), 5, {"cpu": 36.0}, plateau_s=0.01,
+                                poll_s=0.005)  # fmt: skip
+    assert plateau.status == "plateau" and plateau.end_temps_c == {"cpu": 44.0}
+    polls = _Counted(60, floor_c=44)
+    levelled = wait_for_cooldown(polls, 60, {"cpu": 36.0}, plateau_s=3.0, poll_s=1.0, sleep=no_sleep,
+                                 level_temp_c={"cpu": 44.0})  # fmt: skip
+    assert levelled.status == "levelled" and levelled.end_temp_c == 44.0 and levelled.level_temp_c == 44.0
+    assert polls.polls == 9  # 60, 58, ..., 44: it ended at its first reading of the level
+    below = wait_for_cooldown(_CoolingDevice(60), 60, {"cpu": 51.0}, poll_s=0, sleep=no_sleep,
+                              level_temp_c={"cpu": 50.0})  # fmt: skip
+    assert below.status == "reached" and below.level_temp_c is None
+
+
+def test_levels_are_the_median_of_plateaus_above_the_target(tmp_path: Path) -> None:
+    """Only a plateau above a device's target is recorded; the level is the higher middle one."""
+    device, folder = _CoolingDevice(60.0), tmp_path / "cooldown"
+    assert cooldown_levels(device, folder) == {} and cooldown_levels(device, None) == {}
+    for status, temperature in (("plateau", 39.0), ("levelled", 41.0), ("plateau", 38.0),
+                                ("plateau", 36.5), ("timeout", 45.0), ("plateau", 40.0)):  # fmt: skip
+        ended = CooldownResult(status, 10.0, 50.0, temperature, 37.0, None, {"cpu": temperature})
+        record_level(device, folder, ended, {"cpu": 37.0})
+    assert (folder / "cpu.levels").read_text().split() == ["39.0", "38.0", "40.0"]
+    assert cooldown_levels(device, folder) == {"cpu": 39.0}
+    record_level(device, folder, CooldownResult("plateau", 10.0, 50.0, 41.0, 37.0, None, {"cpu": 41.0}), {})
+    assert cooldown_levels(device, folder) == {"cpu": 40.0}  # of 38, 39, 40, 41: the higher middle one
 
 
 def test_attach_matches_samples_to_reps() -> None:

@@ -42,6 +42,7 @@ from .telemetry import (
     COOLDOWN_MARGIN_C,
     DEFAULT_SAMPLER,
     IDLE_TAIL_MARGIN_S,
+    PLATEAU_S,
     SETTLE_S,
     CooldownResult,
     EnergyMeter,
@@ -49,11 +50,13 @@ from .telemetry import (
     IdleBaseline,
     TelemetrySource,
     Trace,
+    cooldown_levels,
     idle_baseline,
     idle_temperatures,
     last_end,
     measuring,
     open_sampler,
+    record_level,
     settle,
     wait_for_cooldown,
     window_from_trace,
@@ -289,7 +292,14 @@ def measure(
     ):
         with phases.phase("cooldown"):
             previous_end = last_end(source, settings.idle_temperature_dir)
-            cooldown = wait_for_cooldown(source, settings.cooldown_max_wait_s, targets or None)
+            cooldown = wait_for_cooldown(
+                source,
+                settings.cooldown_max_wait_s,
+                targets or None,
+                PLATEAU_S,
+                level_temp_c=cooldown_levels(source, settings.idle_temperature_dir),
+            )
+            record_level(source, settings.idle_temperature_dir, cooldown, targets)
             cooled_at = time.time()
             cooldown = replace(cooldown, settled_s=settle(source, settings.idle_temperature_dir, SETTLE_S))
         # A cool-down at least as long as the idle baseline ended with the device at rest, with no

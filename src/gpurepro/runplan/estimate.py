@@ -97,7 +97,7 @@ def describe(found: Estimate, cores: int, start_temperature_c: float | None = No
         # no cool-down (the cpu profile): nothing to say of it
         waits = (
             f" (about {duration(found.cooldown_s)} of cool-down waits, estimated{basis}; how long a GPU "
-            "takes to cool differs between cards, by a third of the waits on H100s)"
+            "takes to cool differs between cards, by about 30% of the waits on H100s)"
             if found.cooldown_s
             else ""
         )

@@ -5,6 +5,13 @@ recorded for it at the start of the run (the first measurement on a GPU records 
 or when its temperature stops falling (a plateau), whichever comes first, and at once when it already
 is: a GPU at its idle temperature has no heat to lose, and waiting for a plateau there only costs the
 reviewer time. Without a recorded temperature the wait ends at a plateau.
+
+Many cards never get back to the idle temperature of a cold start once a run has warmed them: their hot
+points level off 1-3 C above it, and each such cool-down watched the plateau window (PLATEAU_S without a
+degree's fall) at that level before it ended. Once a GPU's cool-downs have levelled off in this run, a
+later one also ends as it reaches their level (the median temperature they levelled off at:
+cooldown_levels), where the plateau rule would end it, without watching the window again (status
+"levelled").
 """
 
 from __future__ import annotations
@@ -13,11 +20,12 @@ import json
 import math
 import os
 import re
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +34,8 @@ from .sources import TelemetrySource
 # A cool-down this much longer than the idle baseline has the sampler running through its whole tail
 # (harness.py takes the baseline from that tail).
 IDLE_TAIL_MARGIN_S = 1.0
-PLATEAU_DROP_C = 1.0  # a temperature that fell by less than this over the plateau window has settled
+PLATEAU_S = 10.0  # the plateau window: seconds over which a settled temperature falls by less than...
+PLATEAU_DROP_C = 1.0  # ...this
 COOLDOWN_MARGIN_C = 1.0  # within this of its idle temperature a device has no heat left to lose
 # Seconds a GPU is left alone after the previous measurement on it ended, before the next looks at it: its
 # driver keeps the clocks up for a moment after the last context goes (H100: 1980 MHz and 124 W for the
@@ -37,11 +46,15 @@ SETTLE_S = 4.0
 
 @dataclass(frozen=True)
 class CooldownResult:
-    status: str  # "reached", "plateau", "timeout", or "no_temperature"
+    status: str  # "reached", "levelled", "plateau", "timeout", or "no_temperature"
     waited_s: float
     start_temp_c: float
     end_temp_c: float
     target_temp_c: float | None
+    # the warmest device's level, where earlier cool-downs of the run levelled off above its target
+    level_temp_c: float | None = None
+    # each device's last reading (the plateau's temperatures, recorded as levels: harness.py)
+    end_temps_c: dict[str, float] = field(default_factory=dict)
     # seconds waited after the cool-down for the previous measurement's end to be SETTLE_S behind (the
     # cool-down leaves the GPU alone too, so a wait of SETTLE_S or more leaves nothing to settle)
     settled_s: float = 0.0
@@ -75,6 +88,38 @@ def _identity_files(
         device: folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', identities.get(device, device))}{suffix}"
         for device in (source.devices() if devices is None else devices)
     }
+
+
+def cooldown_levels(source: TelemetrySource, folder: Path | None) -> dict[str, float]:
+    """Each device's level in this run: the median of the temperatures its earlier cool-downs levelled
+    off at above their target (record_level), where one has; the higher middle one of an even count."""
+    if folder is None:
+        return {}
+    found = {}
+    for device, path in _identity_files(source, folder, ".levels").items():
+        try:
+            temperatures = [float(line) for line in path.read_text().split()]
+        except (OSError, ValueError):
+            continue
+        if temperatures:
+            found[device] = statistics.median_high(temperatures)
+    return found
+
+
+def record_level(
+    source: TelemetrySource, folder: Path | None, result: CooldownResult, targets: dict[str, float]
+) -> None:
+    """After a cool-down that ended at a plateau, add each device's temperature there to its levels,
+    where it lies above the device's target (a device at its target has no level to learn)."""
+    if folder is None or result.status != "plateau":
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    files = _identity_files(source, folder, ".levels", result.end_temps_c)
+    for device, temperature in result.end_temps_c.items():
+        if not math.isnan(temperature) and temperature > targets.get(device, -math.inf):
+            # one short line appended: one GPU's measurements run one at a time
+            with files[device].open("a") as levels_file:
+                levels_file.write(f"{temperature}\n")
 
 
 def record_end(source: TelemetrySource, folder: Path | None) -> None:
@@ -143,12 +188,14 @@ def wait_for_cooldown(
     source: TelemetrySource,
     max_wait_s: float,
     target_temp_c: float | dict[str, float] | None = None,
-    plateau_s: float = 10.0,
+    plateau_s: float = PLATEAU_S,
     poll_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
+    level_temp_c: dict[str, float] | None = None,
 ) -> CooldownResult:
-    """Poll the devices until each is at or below its target (one for all, or one per device), or the
-    hottest has plateaued, or max_wait_s has passed; with targets met at the first reading, no wait.
+    """Poll the devices until each is at or below its target (one for all, or one per device), or at or
+    below the higher of its target and its level (level_temp_c: cooldown_levels), or the hottest has
+    plateaued, or max_wait_s has passed; with targets met at the first reading, no wait.
 
     A device whose temperature cannot be read (many CPUs in containers) makes the wait pointless; it returns
     at once with status "no_temperature" so the caller can say so plainly.
@@ -158,22 +205,35 @@ def wait_for_cooldown(
     start_temp = max(readings.values())
     targets = _targets(target_temp_c, readings)
     target = max(targets.values()) if targets else None
+    # a level counts only above the device's target: below it, the target ends the wait first
+    above = {d: t for d, t in (level_temp_c or {}).items() if t > targets.get(d, -math.inf)}
+    ends = {**targets, **above}
+    level = max(above.values()) if above else None
     if math.isnan(start_temp):
         return CooldownResult("no_temperature", 0.0, start_temp, start_temp, target)
     history = [(0.0, start_temp)]
     while True:
         elapsed, current = history[-1]
+        status: str | None = None
         if targets and all(readings[d] <= t for d, t in targets.items() if d in readings):
-            return CooldownResult("reached", elapsed, start_temp, current, target)
-        if elapsed >= plateau_s:
-            earlier = [temp for t, temp in history if t <= elapsed - plateau_s]
-            if earlier and earlier[-1] - current < PLATEAU_DROP_C:
-                return CooldownResult("plateau", elapsed, start_temp, current, target)
-        if elapsed >= max_wait_s:
-            return CooldownResult("timeout", elapsed, start_temp, current, target)
+            status = "reached"
+        elif above and all(readings[d] <= t for d, t in ends.items() if d in readings):
+            status = "levelled"
+        elif elapsed >= plateau_s and _plateaued(history, elapsed - plateau_s, current):
+            status = "plateau"
+        elif elapsed >= max_wait_s:
+            status = "timeout"
+        if status is not None:
+            return CooldownResult(status, elapsed, start_temp, current, target, level, dict(readings))
         sleep(poll_s)
         readings = source.temperature_c()
         history.append((time.monotonic() - started, max(readings.values())))
+
+
+def _plateaued(history: list[tuple[float, float]], since: float, current: float) -> bool:
+    """Whether the temperature fell by less than PLATEAU_DROP_C from its reading at `since` to `current`."""
+    earlier = [temp for t, temp in history if t <= since]
+    return bool(earlier) and earlier[-1] - current < PLATEAU_DROP_C
 
 
 def _targets(target: float | dict[str, float] | None, readings: dict[str, float]) -> dict[str, float]:
