@@ -54,10 +54,15 @@ def make_run(
     software: dict | None = None,
     fp32_rate: float = 51.0,
     seed: int = 0,
+    start_temp_c: float = 38.0,
 ) -> Path:
     """A results folder of one device: sgemm, inference and reference tables with their raw reps."""
     run = root / name
     sidecar = {"profile": name, "gpus": [gpu or GPU], "software": software or SOFTWARE, "config_hash": "abc"}
+    sidecar["measurement"] = {
+        "cooldown": {"status": "reached", "end_temp_c": start_temp_c},
+        "idle": {"0": {"power_w": idle_w}},
+    }
     identity = {
         "profile": name,
         "device": "0",
@@ -161,6 +166,18 @@ def test_what_changed_lists_only_the_fields_that_differ(tmp_path: Path) -> None:
     assert set(changed.index) == {"driver", "torch"}
     assert (changed.loc["driver", "a"], changed.loc["driver", "b"]) == ("580.1", "590.2")
     assert (changed.loc["torch", "a"], changed.loc["torch", "b"]) == ("2.11.0", "2.12.0")
+
+
+def test_what_changed_names_a_warmer_card(tmp_path: Path) -> None:
+    """The GPU's temperature at its points' start and its idle power, where the runs differ beyond a
+    degree or two and 5%: the cause of temperature and power rows that moved."""
+    a = make_run(tmp_path / "a")
+    assert changes.changes(load_run(a), load_run(make_run(tmp_path / "b", start_temp_c=39.0))).empty
+    b = make_run(tmp_path / "c", start_temp_c=47.0, idle_w=76.0)
+    changed = changes.changes(load_run(a), load_run(b)).set_index("field")
+    start = changed.loc["GPU temperature at the points' start (C)"]
+    assert (start["a"], start["b"]) == ("38 (38-38)", "47 (47-47)")
+    assert changed.loc["idle power (W)", "b"] == "76 (76-76)"  # 8.6% above A's 70 W
 
 
 def _keep_config(run: Path, config: dict) -> None:

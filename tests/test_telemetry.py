@@ -214,8 +214,8 @@ def test_a_gpu_that_levelled_off_before_ends_its_cool_down_at_that_level() -> No
     assert below.status == "reached" and below.level_temp_c is None
 
 
-def test_levels_are_the_median_of_plateaus_above_the_target(tmp_path: Path) -> None:
-    """Only a plateau above a device's target is recorded; the level is the higher middle one."""
+def test_the_level_is_the_latest_plateau_above_the_target(tmp_path: Path) -> None:
+    """Only a plateau above a device's target is recorded; the level is the latest."""
     device, folder = _CoolingDevice(60.0), tmp_path / "cooldown"
     assert cooldown_levels(device, folder) == {} and cooldown_levels(device, None) == {}
     for status, temperature in (("plateau", 39.0), ("levelled", 41.0), ("plateau", 38.0),
@@ -223,9 +223,9 @@ def test_levels_are_the_median_of_plateaus_above_the_target(tmp_path: Path) -> N
         ended = CooldownResult(status, 10.0, 50.0, temperature, 37.0, None, {"cpu": temperature})
         record_level(device, folder, ended, {"cpu": 37.0})
     assert (folder / "cpu.levels").read_text().split() == ["39.0", "38.0", "40.0"]
-    assert cooldown_levels(device, folder) == {"cpu": 39.0}
-    record_level(device, folder, CooldownResult("plateau", 10.0, 50.0, 41.0, 37.0, None, {"cpu": 41.0}), {})
-    assert cooldown_levels(device, folder) == {"cpu": 40.0}  # of 38, 39, 40, 41: the higher middle one
+    assert cooldown_levels(device, folder) == {"cpu": 40.0}
+    record_level(device, folder, CooldownResult("plateau", 10.0, 50.0, 38.5, 37.0, None, {"cpu": 38.5}), {})
+    assert cooldown_levels(device, folder) == {"cpu": 38.5}  # a later, cooler plateau: the level follows
 
 
 def test_attach_matches_samples_to_reps() -> None:

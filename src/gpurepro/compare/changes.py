@@ -5,6 +5,12 @@ GPUs, or a driver update mid-run), written sorted and joined. Where the runs mea
 the reference rates' ratio B/A (tables/reference.csv, median) follows: the yardstick for every study's
 ratios, as the verdict scales absolute claims by it. Where both runs kept their configs (config/<hash>.yaml,
 written as each run starts), the config keys whose values differ follow too.
+
+The GPU's thermal state is a measured quantity rather than a setting: each run's median over its points
+(with the range) of the temperature its points started at (where their cool-downs ended) and of its
+idle power, shown where the medians differ by THERMAL_SHOWN. A card that sits 10 C warmer at rest (a
+warmer room, a busier chassis) draws more power at every point and reads hotter in every temperature
+row: this row names the cause of those changes.
 """
 
 from __future__ import annotations
@@ -75,6 +81,22 @@ FIELDS: dict[str, Getter] = {
 COLUMNS = ["field", "a", "b", "note"]
 
 
+def _cooldown_end(sidecar: dict[str, Any]) -> list[Any]:
+    return [_at("measurement", "cooldown", "end_temp_c")(sidecar)[0]]
+
+
+def _idle_power(sidecar: dict[str, Any]) -> list[Any]:
+    return [idle.get("power_w") for idle in (sidecar.get("measurement", {}).get("idle") or {}).values()]
+
+
+# Thermal state, per point: its getter and the smallest difference of the runs' medians shown (an
+# absolute one in C; for power the 5% noise floor of compare's power grades, as a fraction).
+THERMAL: dict[str, tuple[Getter, float, bool]] = {
+    "GPU temperature at the points' start (C)": (_cooldown_end, 2.0, False),
+    "idle power (W)": (_idle_power, 0.05, True),
+}
+
+
 def summarise(run: Run) -> dict[str, str]:
     """Each field's distinct values over the run's sidecars ('' where none records it)."""
     sidecars = run.sidecars()
@@ -83,6 +105,25 @@ def summarise(run: Run) -> dict[str, str]:
         values = {str(value) for sidecar in sidecars for value in get(sidecar) if value is not None}
         summary[field] = ", ".join(sorted(values))
     return summary
+
+
+def thermal_rows(a: Run, b: Run) -> list[dict[str, str]]:
+    """A row per thermal quantity whose medians over the runs' points differ by its THERMAL threshold."""
+    rows = []
+    for field, (get, shown, relative) in THERMAL.items():
+        values = [
+            pd.Series([v for sidecar in run.sidecars() for v in get(sidecar) if isinstance(v, (int, float))])
+            for run in (a, b)
+        ]
+        if any(v.empty for v in values):
+            continue
+        first, second = (float(v.median()) for v in values)
+        difference = abs(second - first) / abs(first) if relative and first else abs(second - first)
+        if difference >= shown:
+            a_text, b_text = (f"{v.median():.4g} ({v.min():.4g}-{v.max():.4g})" for v in values)
+            note = "median over the points (range): temperature and power rows move with it"
+            rows.append({"field": field, "a": a_text, "b": b_text, "note": note})
+    return rows
 
 
 def reference_ratios(a: Run, b: Run) -> pd.DataFrame:
@@ -149,6 +190,7 @@ def changes(a: Run, b: Run) -> pd.DataFrame:
         for field in FIELDS
         if first[field] != second[field]
     ]
+    rows += thermal_rows(a, b)
     rows += config_rows(a, b)
     if first["GPU model"] != second["GPU model"]:
         for ref in reference_ratios(a, b).to_dict("records"):

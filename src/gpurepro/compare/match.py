@@ -164,7 +164,9 @@ def _undefined(row: Row) -> bool:
 # measured); counts that say how a measurement was taken (how many inferences fitted a window) rather
 # than what it found, each following from a graded metric; and quantities the protocol sets or the point
 # is (window lengths, iterations, reps, GPUs, the sampler's rate, the model's size), the same in any two
-# runs of one config: graded, they would only pad the share "same within noise".
+# runs of one config: graded, they would only pad the share "same within noise". And the training loss at
+# a point's last step: a check that its models trained, after as many steps as its time window held
+# (HFTA trains until min_timed_s has passed, so a faster run takes more steps and ends lower).
 UNGRADED_TABLES = {"runtimes"}
 UNGRADED_METRICS = {
     "timed_inferences",
@@ -183,6 +185,7 @@ UNGRADED_METRICS = {
     "gpus",
     "reps",
     "parameters",
+    "final_loss",
 }
 
 

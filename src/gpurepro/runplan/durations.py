@@ -33,24 +33,25 @@ START_FORKED_S, START_OWN_S = 1.0, 9.0
 # Mean cool-down wait before a point of each study: SGEMM and HFTA points leave the GPU 5-15 C above its
 # idle temperature, inference barely warms it. How long the next point waits depends on the idle
 # temperature the run records at its first measurement (the GPU's temperature as the run starts):
-# these means are for H100 quick runs starting at about COOLDOWN_REFERENCE_C (173 s in all).
+# these means are for H100 quick runs starting at about COOLDOWN_REFERENCE_C (188 s in all).
 COOLDOWN_S = {
-    "sgemm_run": 9.0,
-    "variability_run": 14.0,
-    "hfta_point": 11.0,
+    "sgemm_run": 10.0,
+    "variability_run": 15.0,
+    "hfta_point": 12.0,
     "infer_deit": 2.0,
     "infer_bert": 2.0,
 }
-# Ten H100 quick runs, recorded idle temperatures 32-39 C, each point's cool-down in its provenance. Under
-# the level rule (telemetry/cooldown.py: a cool-down ends at the level earlier ones levelled off at, so a
-# plateau there ends PLATEAU_S sooner) their waits come to 264, 118, 218, 136, 133, 76, 88, 185, 170 and
-# 271 s, from idle temperatures of 32, 38, 34, 36, 37, 37, 39, 39, 36 and 35 C (before it: 374 ... 391 s).
-# A least-squares line through those falls by 13% of its value at 36 C per degree warmer. A cold GPU
-# records a low idle temperature and waits long to return to it after each hot point; a warm one mostly
-# waits less. Cards differ besides: about the line the runs scatter by 50 s (one standard deviation, 29%
-# of the waits at 36 C), as the two at 39 C show (88 and 185 s). The scale is held to
-# COOLDOWN_SCALE_RANGE, beyond which no run was seen.
-COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.13
+# Twelve H100 quick runs, recorded idle temperatures 32-39 C, each point's cool-down in its provenance.
+# Under the level rule (telemetry/cooldown.py: a cool-down ends at the level the latest plateau ended at,
+# so a plateau there ends PLATEAU_S sooner) their waits come to 264, 118, 218, 136, 133, 76, 88, 185,
+# 170, 271, 276 and 261 s, from idle temperatures of 32, 38, 34, 36, 37, 37, 39, 39, 36, 35, 33 and 37
+# C (the last two, J and K, ran a median-level rule and waited 306 and 331 s). A least-squares line
+# through those falls by 12% of its value at 36 C per degree warmer. A cold GPU records a low idle
+# temperature and waits long to return to it after each hot point; a warm one mostly waits less. Cards
+# and rooms differ besides: about the line the runs scatter by 56 s (one standard deviation, 30% of the
+# waits at 36 C), as K shows (37 C, then plateaus rising from 42 to 48 C as the room warmed). The scale
+# is held to COOLDOWN_SCALE_RANGE, beyond which no run was seen.
+COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.12
 COOLDOWN_SCALE_RANGE = (0.25, 2.0)
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).

@@ -7,11 +7,12 @@ is: a GPU at its idle temperature has no heat to lose, and waiting for a plateau
 reviewer time. Without a recorded temperature the wait ends at a plateau.
 
 Many cards never get back to the idle temperature of a cold start once a run has warmed them: their hot
-points level off 1-3 C above it, and each such cool-down watched the plateau window (PLATEAU_S without a
-degree's fall) at that level before it ended. Once a GPU's cool-downs have levelled off in this run, a
-later one also ends as it reaches their level (the median temperature they levelled off at:
-cooldown_levels), where the plateau rule would end it, without watching the window again (status
-"levelled").
+points level off 1-3 C above it (and up to 10 C where the room or chassis warms during the run), and each
+such cool-down watched the plateau window (PLATEAU_S without a degree's fall) at that level before it
+ended. Once a GPU's cool-down has levelled off in this run, a later one also ends as it reaches that
+level (the temperature the latest plateau ended at: cooldown_levels), where the plateau rule would end
+it, without watching the window again (status "levelled"). The latest rather than a median: the level
+drifts up as the surroundings warm (H100s, one run: 42 C at the first plateau, 48 C at the tenth).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 import math
 import os
 import re
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -91,8 +91,8 @@ def _identity_files(
 
 
 def cooldown_levels(source: TelemetrySource, folder: Path | None) -> dict[str, float]:
-    """Each device's level in this run: the median of the temperatures its earlier cool-downs levelled
-    off at above their target (record_level), where one has; the higher middle one of an even count."""
+    """Each device's level in this run: the temperature its latest cool-down that levelled off above its
+    target ended at (record_level), where one has."""
     if folder is None:
         return {}
     found = {}
@@ -102,7 +102,7 @@ def cooldown_levels(source: TelemetrySource, folder: Path | None) -> dict[str, f
         except (OSError, ValueError):
             continue
         if temperatures:
-            found[device] = statistics.median_high(temperatures)
+            found[device] = temperatures[-1]
     return found
 
 
