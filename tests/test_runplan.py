@@ -97,25 +97,36 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     _benchmark(tmp_path / "results-run2" / relative, 50)
     _benchmark(tmp_path / "results-run3" / relative, 90)
     _benchmark(tmp_path / "results" / "a100" / relative.relative_to("h100"), 1000)  # another GPU's
-    # run 3 waited 41 s for its GPU to cool: that wait is replaced by the mean one (its 4 s settle stays)
+    # run 3 waited 41 s for its GPU to cool: half of it stays, half the model's wait joins it (its 4 s
+    # settle stays); runs 1 and 2 kept no sidecar (no wait recorded)
     sidecar = tmp_path / "results-run3" / "h100/inference/raw/deit/deit-b_b1_fp16_eager.provenance.json"
     sidecar.parent.mkdir(parents=True)
     sidecar.write_text(json.dumps({"measurement": {"cooldown": {"waited_s": 41.0, "settled_s": 4.0}}}))
     job = PlannedJob("infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / relative))
     cool = durations.COOLDOWN_S["infer_deit"]
-    # the median of this device's runs: 40, 50 and 90 - 41, each with the mean cool-down
-    assert durations.earlier(job, tmp_path / "results-new", _settings()) == pytest.approx(49 + cool)
+    # the median of this device's runs: 40, 50 and 90 - 41 + 41 / 2, each with half the model's wait
+    assert durations.earlier(job, tmp_path / "results-new", _settings()) == pytest.approx(50 + cool / 2)
+    # run 3 alone: its wall time, with its 41 s wait halfway to the model's
+    alone = tmp_path / "alone"
+    (alone / "results-run3").mkdir(parents=True)
+    (alone / "results-run3" / "h100").symlink_to(tmp_path / "results-run3" / "h100")
+    only_run3 = PlannedJob("infer_deit", {"mode": "eager"}, benchmark=str(alone / "results-new" / relative))
+    assert durations.earlier(only_run3, alone / "results-new", _settings()) == pytest.approx(
+        90 - 41 + (41 + cool) / 2
+    )
+    assert durations.expected_cooldown(only_run3, alone / "results-new", _settings()) == (41 + cool) / 2
     unseen = PlannedJob(
         "infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / "h100/x.tsv")
     )
     assert durations.earlier(unseen, tmp_path / "results-new", _settings()) is None
     found = estimate.estimate([job, unseen], _settings(), tmp_path / "results-new", 16, {})
-    assert found.from_earlier == 1 and found.wall_s == pytest.approx(49 + cool) and found.model_wall_s < 49
+    assert found.from_earlier == 1 and found.wall_s == pytest.approx(50 + cool / 2)
+    assert found.model_wall_s < 49
     text = estimate.describe(found, 16)
     assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
     # the line says how much of the estimate is cool-down, the part that differs most between cards
-    assert found.cooldown_s == pytest.approx(2 * cool)
-    assert f"about {estimate.duration(2 * cool)} of cool-down waits" in text
+    assert found.cooldown_s == pytest.approx(cool / 2 + cool)  # the seen job's median wait, the model's
+    assert f"about {estimate.duration(1.5 * cool)} of cool-down waits" in text
 
 
 def _dry_run(*argv: str) -> str:

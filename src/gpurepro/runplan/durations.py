@@ -69,9 +69,9 @@ HFTA_MODEL_RATE = {"stock": 10_500.0, "graphed": 66_000.0}
 HFTA_SHARED_RATE = {"concurrent": 40_000.0, "mps": 73_000.0}
 HFTA_FUSED_RATE, HFTA_FUSED_HOST_STEP_S = 120_000.0, 0.025
 HFTA_MODEL_SETUP_S, HFTA_GRAPH_CAPTURE_S = 0.5, 1.0
-# torch.compile of one training step (per process): not measured on a GPU yet; CPU compiles of the
-# fused ResNet-18 took tens of seconds.
-HFTA_COMPILE_S = 45.0
+# torch.compile of one training step (per process): a fused B=8 ResNet-18 point on an H100 took 56.0 s
+# with --compile on against 27.1 s with it off, in fresh processes one after the other.
+HFTA_COMPILE_S = 30.0
 HFTA_PROCESSES_SETUP_S, HFTA_PROCESS_SETUP_S, MPS_DAEMON_S = 4.0, 0.2, 5.0
 HFTA_FUSED_SETUP_S, HFTA_FUSED_SETUP_PER_MODEL_S = 9.5, 0.34
 # ResNet-50 training images/s per GPU, warm-up and cuDNN's autotuning included (H100: 30 + 10 steps of
@@ -246,23 +246,50 @@ def _cooldown_waited(benchmark: Path) -> float:
         return 0.0
 
 
-def earlier(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float | None:
-    """The median wall time of this job in earlier runs of this device (see the module's docstring),
-    each with the cool-down it waited replaced by the one expected for this run (RunSettings.cooldown_s):
-    how long a GPU takes to cool depends on the idle temperature its run started from, not on the job."""
+def _earlier_runs(job: PlannedJob, results_dir: Path) -> list[tuple[float, float]]:
+    """(wall time, cool-down waited) of this job in each earlier run of this device (see the module's
+    docstring): the same benchmark file in this results folder or a sibling one."""
     if not job.benchmark:
-        return None
+        return []
     benchmark = Path(job.benchmark)
     try:
         relative = benchmark.relative_to(results_dir)
     except ValueError:
-        return None
+        return []
     parent = results_dir.parent if results_dir.parent != Path("") else Path(".")
-    expected = settings.cooldown_s(job.rule)
-    times = [
-        _wall_time(path) - _cooldown_waited(path) + expected
+    runs = [
+        (_wall_time(path), _cooldown_waited(path))
         for path in sorted(parent.glob(f"*/{relative}"))
         if path.is_file()
     ]
-    times = [t for t in times if not math.isnan(t)]
+    return [(wall, waited) for wall, waited in runs if not math.isnan(wall)]
+
+
+def _blended_wait(waited: float, expected: float) -> float:
+    """The cool-down expected before a job an earlier run of this device measured: half what that run
+    waited, half what the model expects for this run's starting temperature. Each alone misses: a run
+    straight after another starts warm, so the model expects short waits, yet where the room keeps
+    warming its card waits as long as in the first run (H100 pairs J, K: 306 then 331 s, the model 106 s
+    for K; L, M: 125 then 257 s, the model 47 s for M); and a first run that started cold waits far longer
+    than the warm run after it (C, D: 317 then 155 s). Dry-runs from the first run's files, against the
+    second's time: K -11% (the model's waits alone -26%), M -16% (-22%), F +5% (-6%), D +15% (C's files,
+    older code; C's waits alone +27%)."""
+    return (waited + expected) / 2
+
+
+def earlier(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float | None:
+    """The median wall time of this job in earlier runs of this device, each with the cool-down it waited
+    replaced by the one expected for it (_blended_wait)."""
+    expected = settings.cooldown_s(job.rule)
+    times = [
+        wall - waited + _blended_wait(waited, expected) for wall, waited in _earlier_runs(job, results_dir)
+    ]
     return statistics.median(times) if times else None
+
+
+def expected_cooldown(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float:
+    """The cool-down wait the estimate counts before this job: as `earlier` counts it where earlier runs
+    of this device measured the job, else the model's (RunSettings.cooldown_s)."""
+    expected = settings.cooldown_s(job.rule)
+    waits = [_blended_wait(waited, expected) for _, waited in _earlier_runs(job, results_dir)]
+    return statistics.median(waits) if waits else expected

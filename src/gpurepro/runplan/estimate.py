@@ -32,8 +32,8 @@ class Estimate:
     from_earlier: int
     # study -> (measuring jobs, their seconds in all)
     studies: Mapping[str, tuple[int, float]]
-    # the cool-down waits the models expect before the planned GPU points, in all (part of wall_s where
-    # the points run one after another on one GPU)
+    # the cool-down waits expected before the planned GPU points, in all (durations.expected_cooldown;
+    # part of wall_s where the points run one after another on one GPU)
     cooldown_s: float = 0.0
 
 
@@ -58,7 +58,7 @@ def estimate(
         model_wall_s=schedule.simulate(jobs, modelled, cores, capacity).wall_s,
         from_earlier=sum(e is not None for e in earlier),
         studies=dict(sorted(studies.items(), key=lambda item: -item[1][1])),
-        cooldown_s=sum(settings.cooldown_s(job.rule) for job in jobs),
+        cooldown_s=sum(durations.expected_cooldown(job, results_dir, settings) for job in jobs),
     )
 
 
