@@ -21,6 +21,7 @@ from gpurepro.telemetry import (
     EnergyMeter,
     ThreadSampler,
     cooldown_levels,
+    forget_levels,
     idle_temperatures,
     measure_idle,
     open_sampler,
@@ -226,6 +227,10 @@ def test_the_level_is_the_latest_plateau_above_the_target(tmp_path: Path) -> Non
     assert cooldown_levels(device, folder) == {"cpu": 40.0}
     record_level(device, folder, CooldownResult("plateau", 10.0, 50.0, 38.5, 37.0, None, {"cpu": 38.5}), {})
     assert cooldown_levels(device, folder) == {"cpu": 38.5}  # a later, cooler plateau: the level follows
+    (folder / "cpu.json").write_text("{}")
+    forget_levels(folder)  # a new run learns its own levels; the recorded idle temperature stays
+    assert cooldown_levels(device, folder) == {} and [p.name for p in folder.iterdir()] == ["cpu.json"]
+    forget_levels(tmp_path / "none")  # no folder yet: nothing to forget
 
 
 def test_attach_matches_samples_to_reps() -> None:

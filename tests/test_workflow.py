@@ -364,10 +364,15 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     nothing = run_snakemake("-n", *args, "device_check=warn", cwd=workflow_copy)
     assert "Nothing to be done" in nothing.stdout + nothing.stderr
 
+    # a level an earlier run's cool-downs learned (telemetry/cooldown.py) is not the next run's
+    learned = results / "cooldown" / "GPU-earlier.levels"
+    learned.parent.mkdir(exist_ok=True)
+    learned.write_text("48.0\n")
     replot = run_snakemake("plot_sgemm", "--forcerun", "plot_sgemm", *args, cwd=workflow_copy)
     assert replot.returncode == 0, replot.stderr[-4000:]
     log = replot.stdout + replot.stderr
     assert "rule plot_sgemm:" in log and "rule sgemm_torch:" not in log
+    assert not learned.exists()
 
     replot = run_snakemake("plot_hfta", "--forcerun", "plot_hfta", *args, cwd=workflow_copy)
     assert replot.returncode == 0, replot.stderr[-4000:]

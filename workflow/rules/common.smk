@@ -17,6 +17,7 @@ from gpurepro import nvml, profiles, provenance  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
 from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
+from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
@@ -145,6 +146,8 @@ onstart:
     print_estimate()
     # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
     provenance.record_config(config, Path(RESULTS), CONFIG_HASH)
+    # the levels cool-downs end at are learned afresh by each run (telemetry/cooldown.py)
+    forget_levels(Path(RESULTS, "cooldown"))
     start_fork_server()
 
 

@@ -20,6 +20,7 @@ _HOMES = {
     "PLATEAU_S": "cooldown",
     "last_end": "cooldown",
     "cooldown_levels": "cooldown",
+    "forget_levels": "cooldown",
     "record_level": "cooldown",
     "measuring": "cooldown",
     "record_end": "cooldown",

@@ -106,6 +106,13 @@ def cooldown_levels(source: TelemetrySource, folder: Path | None) -> dict[str, f
     return found
 
 
+def forget_levels(folder: Path) -> None:
+    """Drop the levels earlier runs into this results folder learned: a level describes the card's
+    surroundings while one run goes on (the idle temperature, recorded once, stays for reruns)."""
+    for path in folder.glob("*.levels") if folder.is_dir() else ():
+        path.unlink(missing_ok=True)
+
+
 def record_level(
     source: TelemetrySource, folder: Path | None, result: CooldownResult, targets: dict[str, float]
 ) -> None:
