@@ -352,3 +352,31 @@ def test_a_change_at_a_point_whose_gpu_sat_mostly_idle_is_marked_host_bound(
     paths, summary = write(a, b, tmp_path / "out")
     assert ("lie at host-bound points" in paths[0].read_text()) is host_bound
     assert ("changes at host-bound points" in summary) is host_bound
+
+
+def _variability_run(root: Path, ms: np.ndarray) -> Path:
+    """A run with one GPU's variability reps and the rep_cv its summary computes from them."""
+    run = root / "h100"
+    reps = pd.DataFrame({"device": "0", "gpu_uuid": "GPU-aaaa", "backend": "cublas", "n": 25536, "ms": ms})
+    _write(run / "tables" / "variability_reps.csv", reps)
+    keys = {"study": "variability", "profile": "h100", "backend": "cublas", "n": 25536, "scope": "gpu 0"}
+    cv = float(ms.std(ddof=0) / ms.mean())
+    _write(run / "tables" / "variability_summary.csv", long_frame(keys, [single("rep_cv", cv, "1")]))
+    return run
+
+
+def test_a_dispersion_is_graded_by_its_interval_over_the_reps(tmp_path: Path) -> None:
+    """A GPU's rep-to-rep CV, recomputed from each run's reps: 10 reps with one slow outlier against 10
+    steady ones doubles the CV yet resolves nothing; 40 reps twice as spread resolve it."""
+    rng = np.random.default_rng(1)
+    steady = 650 * (1 + 0.002 * rng.standard_normal(10))
+    outlier = np.append(650 * (1 + 0.002 * rng.standard_normal(9)), 655.0)
+    runs = _variability_run(tmp_path / "a", steady), _variability_run(tmp_path / "b", outlier)
+    noisy = _row(_compare(*runs), "rep_cv")
+    assert noisy["ratio"] > 2 and noisy["reps_a"] == noisy["reps_b"] == 10
+    assert noisy["ci_low"] < 1 < noisy["ci_high"] and noisy["grade"] == SAME
+    wide = 650 * (1 + 0.002 * rng.standard_normal(40))
+    wider = 650 * (1 + 0.004 * rng.standard_normal(40))
+    runs = _variability_run(tmp_path / "c", wide), _variability_run(tmp_path / "d", wider)
+    clear = _row(_compare(*runs), "rep_cv")
+    assert clear["grade"] == HIGHER and clear["ci_low"] > 1 and "over reps" in clear["summary"]

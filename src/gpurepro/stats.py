@@ -136,13 +136,22 @@ def mean_interval(values: Sequence[float] | np.ndarray, **options: float) -> Int
     return bootstrap([values], mean, **options)  # type: ignore[arg-type]
 
 
+def coefficient_of_variation(sample: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Standard deviation (ddof 0) over mean, along `axis`."""
+    return np.std(sample, axis=axis) / np.mean(sample, axis=axis)
+
+
 def ratio_interval(
-    numerator: Sequence[float] | np.ndarray, denominator: Sequence[float] | np.ndarray, **options: float
+    numerator: Sequence[float] | np.ndarray,
+    denominator: Sequence[float] | np.ndarray,
+    of: Statistic = np.median,
+    **options: float,
 ) -> Interval:
-    """median(numerator) / median(denominator), two independent samples (e.g. the reps of two GPUs)."""
+    """of(numerator) / of(denominator) (the median by default), two independent samples (e.g. the reps
+    of two GPUs), each resampled on its own."""
 
     def ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.median(a, axis=axis) / np.median(b, axis=axis)
+        return of(a, axis=axis) / of(b, axis=axis)
 
     return bootstrap([numerator, denominator], ratio, **options)  # type: ignore[arg-type]
 

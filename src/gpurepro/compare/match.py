@@ -13,7 +13,7 @@ from . import hostbound
 from .grade import NOT_COMPARABLE, grade, metric_kind
 from .points import PROTOCOL, central, describe_point, key_columns, normal
 from .runs import Run
-from .samples import reps
+from .samples import compared_statistic, reps
 
 Row = dict[str, Any]
 Points = dict[tuple[str, ...], dict[tuple[str, str], list[Row]]]
@@ -102,8 +102,9 @@ def _pair(a_run: Run, b_run: Run, a: Row, b: Row) -> Row:
     ratio = 1.0 if out["b_value"] == out["a_value"] else out["b_value"] / out["a_value"]
     sample_a, sample_b = reps(a_run, pd.Series(a)), reps(b_run, pd.Series(b))
     interval = None
-    if sample_a is not None and sample_b is not None:
-        interval = ratio_interval(sample_b, sample_a)
+    of = compared_statistic(pd.Series(a))
+    if sample_a is not None and sample_b is not None and of is not None:
+        interval = ratio_interval(sample_b, sample_a, of)
         out.update(reps_a=len(sample_a), reps_b=len(sample_b), ci_low=interval.low, ci_high=interval.high)
     graded = grade(ratio, interval, out["kind"])
     return {

@@ -4,7 +4,9 @@ Only medians whose table value is the median of one raw column are resampled (so
 the very number compared): sgemm's per-rep time, rate and telemetry (raw/<backend>_n<n>.csv), inference
 latency over the Timer's blocks (raw/<family>/<file>.csv, `ms`), ddp step time over timed intervals,
 the reference rates' reps (raw/rates.csv) and each GPU's reps in the variability table
-(tables/variability_reps.csv). Every other metric is a single value per run: graded by the noise floor.
+(tables/variability_reps.csv). One dispersion is recomputed from reps too: each GPU's rep_cv in the
+variability table, the coefficient of variation of its reps' times (statistic: which of the two a row
+is). Every other metric is a single value per run: graded by the noise floor.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..sgemm.summary import REP_METRICS
+from ..stats import Statistic, coefficient_of_variation
 from ..variability.summary import METRICS as VARIABILITY_METRICS
 from ..variability.summary import RUN_LEVEL, gpu_labels
 from .points import normal
@@ -24,6 +27,10 @@ Sampler = Callable[[Run, pd.Series], np.ndarray | None]
 SGEMM_COLUMNS = {metric: column for column, metric, _ in REP_METRICS}
 INFERENCE_COLUMNS = {"latency": "ms", "power_during_latency": "power_w_median"}
 VARIABILITY_COLUMNS = {metric: column for column, metric, _ in VARIABILITY_METRICS if column not in RUN_LEVEL}
+# a GPU's rep_cv is the coefficient of variation of its reps' times (variability/summary.py)
+VARIABILITY_COLUMNS["rep_cv"] = "ms"
+# Dispersions recomputed from the reps, by metric: the statistic the row holds (a median otherwise).
+DISPERSIONS: dict[str, Statistic] = {"rep_cv": coefficient_of_variation}
 
 
 def _raw(run: Run, row: pd.Series) -> pd.DataFrame | None:
@@ -77,10 +84,17 @@ SAMPLERS: dict[str, Sampler] = {
 }
 
 
+def compared_statistic(row: pd.Series) -> Statistic | None:
+    """What a row's value is of its reps: their median, or a dispersion of them; None: neither."""
+    if row["statistic"] == "median":
+        return np.median  # type: ignore[return-value]
+    return DISPERSIONS.get(str(row["metric"]))
+
+
 def reps(run: Run, row: pd.Series) -> np.ndarray | None:
-    """The raw reps behind a row's median, or None where the run has none for it."""
+    """The raw reps behind a row's median or dispersion, or None where the run has none for it."""
     sampler = SAMPLERS.get(str(row.get("study")))
-    if sampler is None or row["statistic"] != "median":
+    if sampler is None or compared_statistic(row) is None:
         return None
     values = sampler(run, row)
     return values if values is not None and len(values) else None
