@@ -8,9 +8,9 @@ written as each run starts), the config keys whose values differ follow too.
 
 The GPU's thermal state is a measured quantity rather than a setting: each run's median over its points
 (with the range) of the temperature its points started at (where their cool-downs ended) and of its
-idle power, shown where the medians differ by THERMAL_SHOWN. A card that sits 10 C warmer at rest (a
-warmer room, a busier chassis) draws more power at every point and reads hotter in every temperature
-row: this row names the cause of those changes.
+idle power, shown where the medians differ by the threshold THERMAL gives each. A card that sits 10 C
+warmer at rest (a warmer room, a busier chassis) draws more power at every point and reads hotter in
+every temperature row: this row names the cause of those changes.
 """
 
 from __future__ import annotations
@@ -81,10 +81,6 @@ FIELDS: dict[str, Getter] = {
 COLUMNS = ["field", "a", "b", "note"]
 
 
-def _cooldown_end(sidecar: dict[str, Any]) -> list[Any]:
-    return [_at("measurement", "cooldown", "end_temp_c")(sidecar)[0]]
-
-
 def _idle_power(sidecar: dict[str, Any]) -> list[Any]:
     return [idle.get("power_w") for idle in (sidecar.get("measurement", {}).get("idle") or {}).values()]
 
@@ -92,7 +88,7 @@ def _idle_power(sidecar: dict[str, Any]) -> list[Any]:
 # Thermal state, per point: its getter and the smallest difference of the runs' medians shown (an
 # absolute one in C; for power the 5% noise floor of compare's power grades, as a fraction).
 THERMAL: dict[str, tuple[Getter, float, bool]] = {
-    "GPU temperature at the points' start (C)": (_cooldown_end, 2.0, False),
+    "GPU temperature at the points' start (C)": (_at("measurement", "cooldown", "end_temp_c"), 2.0, False),
     "idle power (W)": (_idle_power, 0.05, True),
 }
 
@@ -110,10 +106,11 @@ def summarise(run: Run) -> dict[str, str]:
 def thermal_rows(a: Run, b: Run) -> list[dict[str, str]]:
     """A row per thermal quantity whose medians over the runs' points differ by its THERMAL threshold."""
     rows = []
+    sidecars = [run.sidecars() for run in (a, b)]  # read once, for every quantity
     for field, (get, shown, relative) in THERMAL.items():
         values = [
-            pd.Series([v for sidecar in run.sidecars() for v in get(sidecar) if isinstance(v, (int, float))])
-            for run in (a, b)
+            pd.Series([v for sidecar in side for v in get(sidecar) if isinstance(v, (int, float))])
+            for side in sidecars
         ]
         if any(v.empty for v in values):
             continue
