@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from gpurepro import cli
+from gpurepro import cli, inference
 from gpurepro.inference import measure, models, modes
 from gpurepro.inference.summary import summarise
 
@@ -311,3 +311,17 @@ def test_bad_choices_are_usage_errors(
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["infer", *argv])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_profiles_timing_overrides_the_configs_and_the_window_keeps_its_floor() -> None:
+    config = {
+        "inference": {"min_run_time_s": 5, "energy_window_s": 10, "warmup": 10},
+        "telemetry": {"min_energy_window_s": 3},
+    }
+    assert inference.timing({}, config) == {"min_run_time_s": 5.0, "energy_window_s": 10.0}
+    assert inference.timing({"min_run_time_s": 3, "energy_window_s": 5}, config) == {
+        "min_run_time_s": 3.0,
+        "energy_window_s": 5.0,
+    }
+    # a window shorter than NVML's counter is trusted over is raised to that floor
+    assert inference.timing({"energy_window_s": 1}, config)["energy_window_s"] == 3.0

@@ -7,6 +7,8 @@
 
 import itertools
 
+from gpurepro import inference as inference_study  # noqa: E402
+
 INFERENCE = PROFILE["inference"]
 INFERENCE_RUN = config["inference"]
 INFERENCE_RAW = f"{RESULTS}/inference/raw"
@@ -72,18 +74,16 @@ wildcard_constraints:
     mode="eager|compile|cudagraph",
 
 
-# The energy window of a point: energy_window_s, never below the shortest window NVML's counter is
-# trusted over.
-INFERENCE_WINDOW_S = max(
-    config["telemetry"]["min_energy_window_s"], INFERENCE_RUN["energy_window_s"]
-)
+# Seconds of a point's timed blocks and energy window: the profile's (a quick run's shorter ones) or the
+# config's; the window never below the shortest NVML's counter is trusted over.
+INFERENCE_TIMING = inference_study.timing(INFERENCE, config)
 
 
 # Timing, energy-window and active-idle options of every `gpurepro infer` job (the other studies measure
 # no active idle, so the flag is not among every study's measurement_flags).
 INFERENCE_FLAGS = (
-    f"--gpu {JOB_GPU} --min-run-time {INFERENCE_RUN['min_run_time_s']} "
-    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_WINDOW_S)} "
+    f"--gpu {JOB_GPU} --min-run-time {INFERENCE_TIMING['min_run_time_s']} "
+    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_TIMING['energy_window_s'])} "
     f"--active-idle-seconds {config['telemetry']['active_idle_seconds']}"
 )
 

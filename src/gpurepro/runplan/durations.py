@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import hfta_study
+from .. import hfta_study, inference
 from ..telemetry.cooldown import IDLE_TAIL_MARGIN_S, SETTLE_S
 from .jobs import PlannedJob
 
@@ -157,11 +157,10 @@ def variability_run(job: PlannedJob, settings: RunSettings) -> float:
 
 
 def inference_point(job: PlannedJob, settings: RunSettings) -> float:
-    run = settings.config["inference"]
+    run = inference.timing(settings.profile["inference"], settings.config)
     prepare = INFERENCE_PREPARE_S + (COMPILE_S if job.wildcards.get("mode") == "compile" else 0.0)
-    window = max(float(run["energy_window_s"]), settings.telemetry("min_energy_window_s"))
-    timed = AUTORANGE_OVERRUN * float(run["min_run_time_s"])
-    body = prepare + settings.telemetry("active_idle_seconds") + timed + window
+    timed = AUTORANGE_OVERRUN * run["min_run_time_s"]
+    body = prepare + settings.telemetry("active_idle_seconds") + timed + run["energy_window_s"]
     return _measuring(settings, body, job.rule)
 
 
