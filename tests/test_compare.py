@@ -328,20 +328,24 @@ def test_a_metric_neither_run_has_a_value_for_is_left_out(tmp_path: Path) -> Non
     assert "normalised_throughput" not in set(_compare(a, b)["metric"])
 
 
+def _with_metric(run: Path, metric: str, statistic: str, unit: str, value: float) -> None:
+    """The run's DeiT point with one more single-valued metric."""
+    deit = pd.read_csv(run / "tables" / "inference_deit.csv")
+    extra = deit.iloc[[0]].assign(metric=metric, statistic=statistic, unit=unit, value=value)
+    pd.concat([deit, extra]).to_csv(run / "tables" / "inference_deit.csv", index=False)
+
+
 def _with_utilisation(run: Path, busy_pct: float) -> None:
     """The run's DeiT point with its GPU busy `busy_pct` of its energy window."""
-    deit = pd.read_csv(run / "tables" / "inference_deit.csv")
-    extra = deit.iloc[[0]].assign(
-        metric="gpu_utilization", statistic="energy_window_median", unit="%", value=busy_pct
-    )
-    pd.concat([deit, extra]).to_csv(run / "tables" / "inference_deit.csv", index=False)
+    _with_metric(run, "gpu_utilization", "energy_window_median", "%", busy_pct)
 
 
 @pytest.mark.parametrize(("busy", "host_bound"), [((13.0, 17.0), True), ((13.0, 60.0), False)])
 def test_a_change_at_a_point_whose_gpu_sat_mostly_idle_is_marked_host_bound(
     tmp_path: Path, busy: tuple[float, float], host_bound: bool
 ) -> None:
-    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", latency_ms=10.0, seed=5)
+    # 2x: beyond the spread of one process's figures between processes, so a change either way
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", latency_ms=14.0, seed=5)
     _with_utilisation(a, busy[0])
     _with_utilisation(b, busy[1])
     table = _compare(a, b)
@@ -380,3 +384,31 @@ def test_a_dispersion_is_graded_by_its_interval_over_the_reps(tmp_path: Path) ->
     runs = _variability_run(tmp_path / "c", wide), _variability_run(tmp_path / "d", wider)
     clear = _row(_compare(*runs), "rep_cv")
     assert clear["grade"] == HIGHER and clear["ci_low"] > 1 and "over reps" in clear["summary"]
+
+
+@pytest.mark.parametrize(("latency_ms", "grade_read"), [(10.0, SAME), (14.0, SLOWER)])
+def test_a_host_bound_change_within_the_hosts_spread_is_the_same_within_noise(
+    tmp_path: Path, latency_ms: float, grade_read: str
+) -> None:
+    """7 -> 10 ms (1.43x) at a point whose GPU sat 13-17% busy is within the x1.6 spread of one process's
+    figures between processes; 7 -> 14 ms (2x) is not. Active idle power there, taken at rest, keeps its
+    floor; the same change at a busy point stands."""
+    a = make_run(tmp_path / "a")
+    b = make_run(tmp_path / "b", latency_ms=latency_ms, idle_w=80.0, seed=5)
+    for run, busy, idle_w in ((a, 13.0, 70.0), (b, 17.0, 80.0)):
+        _with_utilisation(run, busy)
+        _with_metric(run, "active_idle_power", "value", "W", idle_w)
+    table = _compare(a, b)
+    latency = _row(table, "latency", statistic="median")
+    assert latency["grade"] == grade_read
+    assert ("within the x1.6 spread" in latency["summary"]) is (grade_read == SAME)
+    assert "host-bound point (GPU busy 17% at most)" in latency["summary"]
+    idle = _row(table, "active_idle_power")
+    assert idle["grade"] == HIGHER and idle["host_bound"] == 17.0
+    paths, summary = write(a, b, tmp_path / "out")
+    if grade_read == SAME:
+        assert "moved within x1.6" in paths[0].read_text()
+        assert "same only within the host's spread between processes" in summary
+    busy = make_run(tmp_path / "c", latency_ms=latency_ms, seed=5)
+    _with_utilisation(busy, 60.0)
+    assert _row(_compare(a, busy), "latency", statistic="median")["grade"] == SLOWER
