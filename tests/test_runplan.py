@@ -168,3 +168,15 @@ def test_quick_inference_points_take_the_profiles_shorter_windows() -> None:
     point = PlannedJob("infer_bert", {"bert_model": "bert-b", "seq": "128", "mode": "eager"})
     saved = durations.modelled(point, _settings(quick=False)) - durations.modelled(point, _settings())
     assert saved == pytest.approx(durations.AUTORANGE_OVERRUN * 2 + 5)
+
+
+def test_a_profiles_cooldown_scale_scales_the_expected_waits() -> None:
+    """The waits were fitted to H100 runs; a GPU model that cools faster says so in its profile (the
+    h200 profile's cooldown_scale), and its expected waits shrink with it."""
+    h100 = replace(_settings(), start_temperature_c=40.0)
+    h200_profile = profiles.read_profile("h200", ROOT / "config" / "devices")
+    scale = float(h200_profile["cooldown_scale"])
+    assert 0 < scale < 1
+    h200 = replace(h100, cooldown_scale=scale)
+    assert h200.cooldown_s("hfta_point") == pytest.approx(scale * h100.cooldown_s("hfta_point"))
+    assert h200.cooldown_s("hfta_point") > 0

@@ -46,6 +46,7 @@ def print_estimate():
         gpu=IS_GPU,
         fp32_tflops=51.0 if IS_GPU else 0.5,
         start_temperature_c=coolest_gpu_temperature(),
+        cooldown_scale=PROFILE.get("cooldown_scale", 1.0),
     )
     cores = planned_cores()
     found = estimate.estimate(

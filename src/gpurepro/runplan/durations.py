@@ -106,6 +106,9 @@ class RunSettings:
     # the coolest selected GPU's temperature as the run is planned (None: unknown, as when planning on
     # a machine without the GPU): the idle temperature its cool-downs will wait for
     start_temperature_c: float | None = None
+    # this GPU model's cool-down waits against an H100's, whose runs COOLDOWN_S was fitted to (the device
+    # profile's cooldown_scale)
+    cooldown_scale: float = 1.0
 
     @property
     def start_s(self) -> float:
@@ -118,7 +121,7 @@ class RunSettings:
         """The expected cool-down wait before a point of `rule`, for this run's starting temperature."""
         if not self.gpu:
             return 0.0
-        mean = COOLDOWN_S.get(rule, 0.0)
+        mean = COOLDOWN_S.get(rule, 0.0) * self.cooldown_scale
         if self.start_temperature_c is None:
             return mean
         low, high = COOLDOWN_SCALE_RANGE
