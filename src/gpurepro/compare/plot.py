@@ -10,6 +10,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..plotting import figure, finish, not_reported
+from . import hostbound
 from .grade import FASTER, HIGHER, KINDS, LOWER, NEUTRAL, NOISE_FLOOR, SAME, SLOWER
 
 # Only metrics with a better side are drawn (time, rate, energy): clocks, counts and power are in the
@@ -56,4 +57,9 @@ def plot(table: pd.DataFrame, title: str) -> Figure:
         f"Band: |B/A - 1| < {floor:.0%}, the noise floor of ratios without reps; bars: 95% bootstrap "
         "intervals over raw reps, which judge those ratios instead. Time: >1 is slower; rate: >1 is faster."
     ]
+    if hostbound.within_spread(rows):
+        notes.append(
+            f"'{SAME}' outside the band: host-bound points, within x{hostbound.HOST_SPREAD}, the spread of "
+            "one process's figures between processes."
+        )
     return finish(grid, title, notes)
