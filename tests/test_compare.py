@@ -394,7 +394,7 @@ def test_a_host_bound_change_within_the_hosts_spread_is_the_same_within_noise(
     figures between processes; 7 -> 14 ms (2x) is not. Active idle power there, taken at rest, keeps its
     floor; the same change at a busy point stands."""
     a = make_run(tmp_path / "a")
-    b = make_run(tmp_path / "b", latency_ms=latency_ms, idle_w=80.0, seed=5)
+    b = make_run(tmp_path / "b", latency_ms=latency_ms, seed=5)
     for run, busy, idle_w in ((a, 13.0, 70.0), (b, 17.0, 80.0)):
         _with_utilisation(run, busy)
         _with_metric(run, "active_idle_power", "value", "W", idle_w)
