@@ -32,6 +32,7 @@ import time
 
 import torch
 
+from gpurepro.hfta.conv_forms import CONV_FORMS
 from gpurepro.hfta_study.training import (
     TrainSettings,
     Unit,
@@ -61,6 +62,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workload", default="resnet18", choices=["resnet18", "mlp"])
     parser.add_argument("--kinds", nargs="+", default=None, help="step kinds (default: all that run here)")
     parser.add_argument("--host-steps", type=int, default=20, help="stock steps timed on the host (20)")
+    parser.add_argument("--conv-form", default="auto", choices=CONV_FORMS, help="fused convolutions (auto)")
     return parser.parse_args()
 
 
@@ -102,11 +104,13 @@ def prepared_settings(args: argparse.Namespace, workload: str) -> TrainSettings:
         device=f"cuda:{args.device}" if on_gpu else "cpu",
         image_size=args.image_size,
         min_timed_s=args.min_timed_s,
+        conv_form=getattr(args, "conv_form", "auto"),  # hfta_host_time.py sets its forms itself
     )
     prepare_process(base)
     name = torch.cuda.get_device_name(int(args.device)) if on_gpu else "cpu"
     shape = f"{args.image_size}x{args.image_size}" if workload == "resnet18" else "784"
-    print(f"{workload} {shape}, batch {args.batch_size} per model, {base.precision}, {name}")
+    print(f"{workload} {shape}, batch {args.batch_size} per model, {base.precision}, {name}", end=", ")
+    print(f"conv form {base.conv_form}")
     return base
 
 

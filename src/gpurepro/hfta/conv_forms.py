@@ -28,6 +28,7 @@ from torch import Tensor
 
 from .conv_matmul import as_pair, compute_dtype, conv2d_as_matmul
 from .conv_triton import conv2d_implicit_gemm, triton_problem
+from .conv_triton_layers import layer_form_applies
 from .errors import FusionError
 
 CONV_FORMS = ("auto", "grouped", "matmul", "triton")
@@ -98,8 +99,8 @@ class ConvForms:
                 x.to(compute_dtype(x)), w, b, B, as_pair(stride), as_pair(padding)
             ),
         }
-        if x.requires_grad:  # the Triton form computes no input gradient
-            del forms["triton"]
+        if x.requires_grad and not layer_form_applies(weight.shape[1], weight.shape[0] // B):
+            del forms["triton"]  # no input gradient for these channel counts (the stem's kernels)
         if self.form == "grouped" or not _own_form_applies(weight, dilation, groups, padding):
             return forms["grouped"](x, weight, bias)
         if self.form != "auto":

@@ -17,13 +17,12 @@ it against the other forms there.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from .conv_matmul import out_size
+from .conv_triton_layers import LayerGeometry, conv2d_layer, layer_form_applies
 from .errors import FusionError
 
 # Block sizes and launch settings, the fastest of a sweep on an H100 for ResNet-18's stem at B=32 (tl.dot
@@ -73,25 +72,8 @@ def _power_of_two(size: int) -> int:
     return 1 << (size - 1).bit_length()
 
 
-@dataclass(frozen=True)
-class _Geometry:
-    """One merged convolution's sizes, as the kernels take them."""
-
-    B: int
-    n: int  # images per model
-    in_hw: tuple[int, int]
-    in_c: int
-    out_c: int
-    k: tuple[int, int]
-    stride: tuple[int, int]
-    padding: tuple[int, int]
-
-    @property
-    def out_hw(self) -> tuple[int, int]:
-        return (
-            out_size(self.in_hw[0], self.k[0], self.stride[0], self.padding[0]),
-            out_size(self.in_hw[1], self.k[1], self.stride[1], self.padding[1]),
-        )
+class _Geometry(LayerGeometry):
+    """One merged stem convolution's sizes, as the stem's kernels take them."""
 
     @property
     def padded_hw(self) -> tuple[int, int]:
@@ -100,10 +82,6 @@ class _Geometry:
     @property
     def cp(self) -> int:  # input channels padded to a power of two: a tap's channels are one aligned load
         return _power_of_two(self.in_c)
-
-    @property
-    def pixels(self) -> int:
-        return self.n * self.out_hw[0] * self.out_hw[1]
 
     @property
     def depth(self) -> int:  # rows of a model's weight matrix: taps times padded input channels
@@ -124,7 +102,7 @@ class _Geometry:
     def sizes(self) -> tuple[int, ...]:
         """The convolution kernels' size arguments, M to STRIDE_W."""
         return (
-            self.pixels, self.n, *self.padded_hw, *self.out_hw, self.B, self.k[1], self.depth, self.out_c,
+            self.out_pixels, self.n, *self.padded_hw, *self.out_hw, self.B, self.k[1], self.depth, self.out_c,
             *self.stride,
         )  # fmt: skip
 
@@ -169,8 +147,8 @@ class _ConvImplicitGemm(torch.autograd.Function):
         w = x.new_zeros(B, geo.k_pad, geo.oc_pad)
         per_tap = weight.view(B, geo.out_c, geo.in_c, *geo.k).permute(0, 3, 4, 2, 1)  # [B, kh, kw, C, O]
         geo.weight_rows(w)[..., : geo.in_c, : geo.out_c] = per_tap
-        out = x.new_empty(geo.pixels, B, geo.out_c)
-        grid = (B * (geo.oc_pad // geo.block_n), _cdiv(geo.pixels, _FORWARD["BLOCK_M"]))
+        out = x.new_empty(geo.out_pixels, B, geo.out_c)
+        grid = (B * (geo.oc_pad // geo.block_n), _cdiv(geo.out_pixels, _FORWARD["BLOCK_M"]))
         conv_forward_kernel[grid](
             images, w, w if bias is None else bias, out, *geo.sizes(),
             HAS_BIAS=bias is not None, **geo.constants(_FORWARD),
@@ -186,11 +164,11 @@ class _ConvImplicitGemm(torch.autograd.Function):
 
         (images,) = ctx.saved_tensors
         geo: _Geometry = ctx.geometry
-        g = grad.permute(0, 2, 3, 1).contiguous().view(geo.pixels, geo.B, geo.out_c).to(images.dtype)
+        g = grad.permute(0, 2, 3, 1).contiguous().view(geo.out_pixels, geo.B, geo.out_c).to(images.dtype)
         grad_w = grad_b = None
         if ctx.needs_input_grad[1]:
-            rows = min(_WGRAD_ROWS_PER_SPLIT, _padded(geo.pixels, _WEIGHT_GRAD["BLOCK_M"]))
-            splits = _cdiv(geo.pixels, rows)
+            rows = min(_WGRAD_ROWS_PER_SPLIT, _padded(geo.out_pixels, _WEIGHT_GRAD["BLOCK_M"]))
+            splits = _cdiv(geo.out_pixels, rows)
             parts = images.new_empty(splits, geo.B, geo.k_pad, geo.oc_pad, dtype=torch.float32)
             grid = (geo.B * (geo.oc_pad // geo.block_n), geo.k_pad // _WEIGHT_GRAD["BLOCK_K"], splits)
             conv_weight_grad_kernel[grid](images, g, parts, *geo.sizes(), rows, **geo.constants(_WEIGHT_GRAD))
@@ -205,15 +183,22 @@ class _ConvImplicitGemm(torch.autograd.Function):
 def conv2d_implicit_gemm(
     x: Tensor, weight: Tensor, bias: Tensor | None, B: int, stride: tuple[int, int], padding: tuple[int, int]
 ) -> Tensor:
-    """F.conv2d(x, weight, bias, stride, padding, groups=B), x needing no gradient, as Triton's implicit
-    GEMM in x's dtype (weight and bias cast to it). Zero padding, no dilation."""
-    if x.requires_grad:
-        raise FusionError("the Triton convolution computes no input gradient: its input must not require one")
+    """F.conv2d(x, weight, bias, stride, padding, groups=B) as Triton's implicit GEMM in x's dtype: with
+    an input gradient where each model's channels in and out are multiples of 16 (conv_triton_layers.py),
+    else (the stem) for an input needing no gradient. Zero padding, no dilation."""
+    n, channels, height, width = x.shape
+    in_c, out_c, k = channels // B, weight.shape[0] // B, tuple(weight.shape[2:])
+    layer = layer_form_applies(in_c, out_c)
+    if x.requires_grad and not layer:
+        raise FusionError(
+            "the Triton convolution computes an input gradient only for channels in multiples of 16 "
+            f"(got {in_c} in, {out_c} out): its input must not require one"
+        )
     problem = triton_problem(x.device, x.dtype)
     if problem:
         raise FusionError(f"conv_form='triton' cannot run here: {problem}")
-    n, channels, height, width = x.shape
-    in_c, out_c, k = channels // B, weight.shape[0] // B, tuple(weight.shape[2:])
+    if layer:
+        return conv2d_layer(x, weight, bias, B, stride, padding)
     geo = _Geometry(B, n, (height, width), in_c, out_c, k, stride, padding)  # type: ignore[arg-type]
     cast = [None if t is None else t.to(x.dtype) for t in (weight, bias)]
     return _ConvImplicitGemm.apply(x, cast[0], cast[1], geo)
