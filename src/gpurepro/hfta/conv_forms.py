@@ -5,8 +5,9 @@ The merged strategy (merged.py) runs B models' convolutions as one. It has three
 - "grouped": cuDNN's grouped convolution with B times the groups;
 - "matmul": im2col and one batched matmul over the models (conv_matmul.py), faster than cuDNN on the
   small maps of the late layers, where cuDNN runs the groups one by one;
-- "triton": an implicit GEMM in Triton (conv_triton.py), for a convolution whose input needs no
-  gradient (the stem, on the data), where cuDNN's per-group kernels on 3 channels are slow.
+- "triton": implicit GEMMs in Triton, one launch for all B models a pass: the stem's (conv_triton.py),
+  whose input needs no gradient and where cuDNN's per-group kernels on 3 channels are slow, and the
+  layers' with the input gradient, for channels in multiples of 16 (conv_triton_layers.py).
 
 Which is fastest depends on the shape and the GPU, so `ConvForms("auto")` times the forms that apply,
 forward and backward, the first time it meets a shape on a GPU in cuDNN's benchmark mode, and keeps the

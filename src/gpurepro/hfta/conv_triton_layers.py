@@ -6,7 +6,9 @@ Why: cuDNN runs a grouped convolution of ResNet-18's shapes group by group, spre
 stock fused step at B=8 waited on 416-448 events between streams and spent 3.5 ms of host time in
 `convolution_backward` against one model's 1.1 ms (H100 hosts, docs/hfta.md), so the fused step cost
 the host 1.5-2.8x what one model's step costs, and stock fused training trailed 8 processes under MPS.
-Here each convolution of the B models costs the host a fixed handful of launches, whatever B is.
+Here each convolution of the B models costs the host a fixed handful of launches, whatever B is. (It
+did not bring the fused step's host time down to one model's, nor its kernels to cuDNN's dense rate:
+docs/hfta.md has the figures; conv_forms.ConvForms keeps this form only where it times fastest.)
 
 The kernels read the merged channels-last activation [N, B*C, H, W] as it lies in memory, [pixels, B,
 C], gathering each receptive field as they multiply (no im2col copy, no padded copy), and read the

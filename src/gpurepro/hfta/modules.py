@@ -7,7 +7,7 @@ channels at b*C to (b+1)*C), and each fused layer computes the B layers at once 
 
 - `FusedConv`: weight [B, O, I, *k] viewed as [B*O, I, *k], one grouped convolution with B times the
   groups (each model's convolution its own groups); a 2-D one in the form conv_forms.ConvForms times
-  fastest for its shape (grouped, a batched matmul, or Triton where the input needs no gradient);
+  fastest for its shape (grouped, a batched matmul, or Triton's implicit GEMMs);
 - `FusedBatchNorm`: one batch norm over the B*C channels, its weight, bias and running statistics the
   stacked per-model ones viewed as [B*C], so each model's statistics are updated in place from its own
   batch;
