@@ -101,7 +101,7 @@ def conv_weight_grad_kernel(
     columns = _field_columns(rk, WP, KW, CP)
     acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
     start = split * ROWS_PER_SPLIT
-    for m0 in range(start, start + ROWS_PER_SPLIT, BLOCK_M):
+    for m0 in range(start, tl.minimum(start + ROWS_PER_SPLIT, M), BLOCK_M):  # the last split stops at M
         rm = m0 + tl.arange(0, BLOCK_M)
         rows = _field_rows(rm, b, N, HP, WP, HO, WO, CP, STRIDE_H, STRIDE_W)
         inside = (rm[None, :] < M) & (rk[:, None] < K)
