@@ -13,6 +13,7 @@ from torch import nn
 
 from gpurepro.hfta import FusedArray, FusionError, conv_forms, conv_triton, conv_triton_layers
 from gpurepro.hfta.conv_triton import conv2d_implicit_gemm, triton_problem
+from gpurepro.hfta.triton_launch import launch_hooks_set
 
 from .conftest import needs_gpu
 
@@ -197,3 +198,27 @@ def test_layer_kernels_are_launched_directly_after_their_first_call() -> None:
     kernels = conv_triton_layers._KERNELS
     assert len(kernels) == 3
     assert all(launch.compiled and None not in launch.compiled.values() for launch in kernels.values())
+    assert all(launch.direct_launches >= 1 for launch in kernels.values())  # the second call's
+
+
+def test_a_triton_launch_hook_is_seen_only_while_one_is_set() -> None:
+    """Triton's launch hooks (a HookChain, never None, from Triton 3.5) count as set only while they hold
+    a call: with none, kernels are launched directly, else through Triton, which gives hooks metadata."""
+    from triton import knobs
+
+    assert not launch_hooks_set()
+    hooks = knobs.runtime.launch_exit_hook
+    hook = lambda metadata: None  # noqa: E731
+    chained = hasattr(hooks, "add")  # else an older Triton's plain attribute
+    if chained:
+        hooks.add(hook)
+    else:
+        knobs.runtime.launch_exit_hook = hook
+    try:
+        assert launch_hooks_set()
+    finally:
+        if chained:
+            hooks.remove(hook)
+        else:
+            knobs.runtime.launch_exit_hook = hooks
+    assert not launch_hooks_set()

@@ -16,6 +16,7 @@ it against the other forms there.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -42,15 +43,20 @@ def _interpreted() -> bool:
 
 def triton_problem(device: torch.device, dtype: torch.dtype) -> str | None:
     """Why the Triton form cannot run on `device` in `dtype`, or None if it can."""
+    return _triton_problem(device.type, dtype, _interpreted())
+
+
+@functools.cache  # asked at every fused convolution's call: the answer per device kind, dtype and mode
+def _triton_problem(device_type: str, dtype: torch.dtype, interpreted: bool) -> str | None:
     try:
         import triton  # noqa: F401
     except ImportError as error:
         return f"Triton is not importable ({error})"
-    if device.type == "cpu" and not _interpreted():
+    if device_type == "cpu" and not interpreted:
         return "on the CPU Triton runs only in its interpreter (TRITON_INTERPRET=1)"
-    if device.type not in ("cpu", "cuda"):
-        return f"Triton does not run on {device.type}"
-    if device.type == "cuda" and dtype not in _GPU_DTYPES:
+    if device_type not in ("cpu", "cuda"):
+        return f"Triton does not run on {device_type}"
+    if device_type == "cuda" and dtype not in _GPU_DTYPES:
         return f"on a GPU the Triton form computes in float16 or bfloat16, not {dtype}"
     if dtype not in (*_GPU_DTYPES, torch.float32):
         return (

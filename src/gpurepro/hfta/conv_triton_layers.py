@@ -54,7 +54,7 @@ def _block_n(cols: int) -> int:
     return 128 if cols >= 256 else max(_MULTIPLE, min(64, 1 << (cols - 1).bit_length()))
 
 
-_OPTIONS = {"num_warps": 4, "num_stages": 3}  # the launch options of every kernel here
+_OPTIONS = (("num_warps", 4), ("num_stages", 3))  # the launch options of every kernel here
 
 
 def _blocks(cols: int, reduce: int) -> dict[str, int]:
@@ -71,14 +71,14 @@ def _weight_grad_blocks(out_c: int, in_c: int) -> dict[str, int]:
     return {"BLOCK_M": 64, "BLOCK_N": _block_n(out_c), "BLOCK_K": channel_block(in_c, 128)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Launch:
     """One kernel's launch for one geometry: its grid, the sizes after its tensor arguments, and its
-    block sizes (constexprs)."""
+    constexprs (block sizes and flags, in the kernel's order)."""
 
-    grid: tuple[int, ...]
+    grid: tuple[int, int, int]
     sizes: tuple[int, ...]
-    blocks: dict[str, int]
+    constants: tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True)
@@ -110,9 +110,9 @@ class LayerGeometry:
 
 
 @functools.cache
-def _launches(geo: LayerGeometry, weight_strides: tuple[int, ...]) -> dict[str, _Launch]:
-    """The forward's, input gradient's and weight gradient's launches for one geometry and weight
-    layout, worked out once (each step's launches only look them up: the host's time per call counts)."""
+def _launches(geo: LayerGeometry, weight_strides: tuple[int, ...], has_bias: bool) -> dict[str, _Launch]:
+    """The forward's, input gradient's and weight gradient's launches for one geometry, weight layout and
+    bias, worked out once (each step's launches only look them up: the host's time per call counts)."""
     spatial, steps = (*geo.in_hw, *geo.out_hw), (*geo.stride, *geo.padding)
     forward = _blocks(geo.out_c, geo.in_c)
     input_grad = _blocks(geo.in_c, geo.out_c)
@@ -123,9 +123,9 @@ def _launches(geo: LayerGeometry, weight_strides: tuple[int, ...]) -> dict[str, 
     sizes = (geo.out_pixels, *spatial, geo.B, geo.in_c, geo.out_c, geo.k[1], *steps, geo.depth)
     return {
         "layer_forward_kernel": _Launch(
-            (geo.B * _cdiv(geo.out_c, forward["BLOCK_N"]), _cdiv(geo.out_pixels, forward["BLOCK_M"])),
+            (geo.B * _cdiv(geo.out_c, forward["BLOCK_N"]), _cdiv(geo.out_pixels, forward["BLOCK_M"]), 1),
             (*sizes, *weight_strides),
-            forward,
+            (("HAS_BIAS", has_bias), *forward.items()),
         ),
         "layer_input_grad_kernel": _Launch(
             (
@@ -134,12 +134,12 @@ def _launches(geo: LayerGeometry, weight_strides: tuple[int, ...]) -> dict[str, 
                 geo.stride[0] * geo.stride[1],
             ),
             (geo.n, *spatial, geo.B, geo.in_c, geo.out_c, *geo.k, *steps, *weight_strides),
-            input_grad,
+            tuple(input_grad.items()),
         ),
         "layer_weight_grad_kernel": _Launch(
             (geo.B * _cdiv(geo.out_c, weight_grad["BLOCK_N"]), geo.depth // weight_grad["BLOCK_K"], splits),
             (*sizes, _WGRAD_ROWS_PER_SPLIT, *weight_strides),
-            weight_grad,
+            tuple(weight_grad.items()),
         ),
     }
 
@@ -147,15 +147,16 @@ def _launches(geo: LayerGeometry, weight_strides: tuple[int, ...]) -> dict[str, 
 _KERNELS: dict[str, CachedLaunch] = {}
 
 
-def _launch(name: str, geo: LayerGeometry, weight: Tensor, tensors: tuple, **constants: Any) -> None:
+def _launch(name: str, geo: LayerGeometry, weight: Tensor, tensors: tuple, has_bias: bool = False) -> None:
     """Kernel `name` of conv_triton_layer_kernels on `tensors` for geometry `geo` (weight: the weights'
     layout)."""
-    if name not in _KERNELS:
+    kernel = _KERNELS.get(name)
+    if kernel is None:
         from . import conv_triton_layer_kernels
 
-        _KERNELS[name] = CachedLaunch(getattr(conv_triton_layer_kernels, name))
-    launch = _launches(geo, weight.stride())[name]
-    _KERNELS[name](launch.grid, (*tensors, *launch.sizes), constants | launch.blocks, _OPTIONS)
+        kernel = _KERNELS[name] = CachedLaunch(getattr(conv_triton_layer_kernels, name))
+    launch = _launches(geo, weight.stride(), has_bias)[name]
+    kernel(launch.grid, tensors, launch.sizes, launch.constants, _OPTIONS)
 
 
 def _pixels_first(t: Tensor) -> Tensor:
@@ -174,7 +175,7 @@ class _LayerConv(torch.autograd.Function):
         b = None if bias is None else bias.to(x.dtype)
         out = x.new_empty(geo.out_pixels, geo.B, geo.out_c)
         tensors = (pixels, w, w if b is None else b, out)
-        _launch("layer_forward_kernel", geo, w, tensors, HAS_BIAS=b is not None)
+        _launch("layer_forward_kernel", geo, w, tensors, has_bias=b is not None)
         ctx.save_for_backward(pixels, w)
         ctx.geometry, ctx.weight_dtype = geo, weight.dtype
         ctx.bias_dtype = None if bias is None else bias.dtype
@@ -208,12 +209,20 @@ def _weight_grad(geo: LayerGeometry, pixels: Tensor, g: Tensor, w: Tensor) -> Te
     return parts[0] if splits == 1 else parts.sum(dim=0)
 
 
+@functools.cache
+def _geometry(
+    B: int, x_shape: torch.Size, w_shape: torch.Size, stride: tuple[int, int], padding: tuple[int, int]
+) -> LayerGeometry:
+    """The geometry of a merged convolution of these shapes, one object per shape (its cached properties
+    and the launches keyed by it are worked out once)."""
+    n, channels, height, width = x_shape
+    k = tuple(w_shape[2:])
+    return LayerGeometry(B, n, (height, width), channels // B, w_shape[0] // B, k, stride, padding)  # type: ignore[arg-type]
+
+
 def conv2d_layer(
     x: Tensor, weight: Tensor, bias: Tensor | None, B: int, stride: tuple[int, int], padding: tuple[int, int]
 ) -> Tensor:
     """F.conv2d(x, weight, bias, stride, padding, groups=B) in x's dtype (the caller checked
     layer_form_applies and that Triton runs here). Zero padding, no dilation."""
-    n, channels, height, width = x.shape
-    k = tuple(weight.shape[2:])
-    geo = LayerGeometry(B, n, (height, width), channels // B, weight.shape[0] // B, k, stride, padding)  # type: ignore[arg-type]
-    return _LayerConv.apply(x, weight, bias, geo)
+    return _LayerConv.apply(x, weight, bias, _geometry(B, x.shape, weight.shape, stride, padding))
