@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gpurepro.hfta import FusedArray, FusionError, conv_forms, conv_triton, conv_triton_layers
+from gpurepro.hfta.conv_matmul import as_pair
 from gpurepro.hfta.conv_triton import conv2d_implicit_gemm, triton_problem
 from gpurepro.hfta.triton_launch import launch_hooks_set
 
@@ -43,13 +44,12 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
 def test_triton_convolution_matches_conv2d(
     B: int, in_c: int, out_c: int, k, stride, padding, size, bias: bool, dtype: torch.dtype
 ) -> None:
-    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(2, B * in_c, *size, generator=generator).to(DEVICE, dtype)
-    weight = torch.randn(B * out_c, in_c, *pair(k), generator=generator, dtype=torch.float64)
+    weight = torch.randn(B * out_c, in_c, *as_pair(k), generator=generator, dtype=torch.float64)
     b = torch.randn(B * out_c, generator=generator, dtype=torch.float64) if bias else None
     mine = [t.to(DEVICE, copy=True).requires_grad_() if t is not None else None for t in (weight, b)]
-    out = conv2d_implicit_gemm(x, mine[0], mine[1], B, pair(stride), pair(padding))
+    out = conv2d_implicit_gemm(x, mine[0], mine[1], B, as_pair(stride), as_pair(padding))
     grad = torch.randn(out.shape, generator=generator, dtype=torch.float64)
     out.backward(grad.to(DEVICE, dtype))
 
@@ -97,17 +97,16 @@ def test_layer_convolution_matches_conv2d(
 ) -> None:  # fmt: skip
     monkeypatch.setattr(conv_triton_layers, "_WGRAD_ROWS_PER_SPLIT", 64)
     dtype = dtype if DEVICE.type == "cpu" else torch.float16
-    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(2, B * in_c, *size, generator=generator, dtype=torch.float64)
-    weight = torch.randn(B * out_c, in_c, *pair(k), generator=generator, dtype=torch.float64)
+    weight = torch.randn(B * out_c, in_c, *as_pair(k), generator=generator, dtype=torch.float64)
     b = torch.randn(B * out_c, generator=generator, dtype=torch.float64) if bias else None
     layout = torch.channels_last if last else torch.contiguous_format
     mine_x = x.to(DEVICE, dtype, memory_format=torch.channels_last).requires_grad_()
     mine_w = weight.float().to(DEVICE, memory_format=layout).requires_grad_()  # float32, as under AMP
     mine_b = b.float().to(DEVICE).requires_grad_() if bias else None
     mine = [mine_w, mine_b]
-    out = conv2d_implicit_gemm(mine_x, mine[0], mine[1], B, pair(stride), pair(padding))
+    out = conv2d_implicit_gemm(mine_x, mine[0], mine[1], B, as_pair(stride), as_pair(padding))
     grad = torch.randn(out.shape, generator=generator, dtype=torch.float64)
     out.backward(grad.to(DEVICE, dtype))
 

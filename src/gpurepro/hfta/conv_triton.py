@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .conv_triton_layers import LayerGeometry, conv2d_layer, layer_form_applies
+from .conv_triton_layers import LayerGeometry, cdiv, conv2d_layer, layer_form_applies
 from .errors import FusionError
 
 # Block sizes and launch settings, the fastest of a sweep on an H100 for ResNet-18's stem at B=32 (tl.dot
@@ -65,12 +65,8 @@ def _triton_problem(device_type: str, dtype: torch.dtype, interpreted: bool) -> 
     return None
 
 
-def _cdiv(size: int, block: int) -> int:
-    return -(-size // block)
-
-
 def _padded(size: int, block: int) -> int:
-    return _cdiv(size, block) * block
+    return cdiv(size, block) * block
 
 
 def _power_of_two(size: int) -> int:
@@ -127,7 +123,7 @@ class _Geometry(LayerGeometry):
         apart = x.new_zeros(self.B, self.n, *self.padded_hw, self.cp)
         block_b = min(32, _power_of_two(self.B))
         pixels = self.n * self.in_hw[0] * self.in_hw[1]
-        grid = (_cdiv(pixels, _APART_BLOCK_P), _cdiv(self.B, block_b))
+        grid = (cdiv(pixels, _APART_BLOCK_P), cdiv(self.B, block_b))
         models_apart_kernel[grid](
             image, apart, pixels, self.n, *self.in_hw, self.B, self.in_c,
             *self.padded_hw, *self.padding, CP=self.cp, BLOCK_P=_APART_BLOCK_P, BLOCK_B=block_b,
@@ -154,7 +150,7 @@ class _ConvImplicitGemm(torch.autograd.Function):
         per_tap = weight.view(B, geo.out_c, geo.in_c, *geo.k).permute(0, 3, 4, 2, 1)  # [B, kh, kw, C, O]
         geo.weight_rows(w)[..., : geo.in_c, : geo.out_c] = per_tap
         out = x.new_empty(geo.out_pixels, B, geo.out_c)
-        grid = (B * (geo.oc_pad // geo.block_n), _cdiv(geo.out_pixels, _FORWARD["BLOCK_M"]))
+        grid = (B * (geo.oc_pad // geo.block_n), cdiv(geo.out_pixels, _FORWARD["BLOCK_M"]))
         conv_forward_kernel[grid](
             images, w, w if bias is None else bias, out, *geo.sizes(),
             HAS_BIAS=bias is not None, **geo.constants(_FORWARD),
@@ -174,7 +170,7 @@ class _ConvImplicitGemm(torch.autograd.Function):
         grad_w = grad_b = None
         if ctx.needs_input_grad[1]:
             rows = min(_WGRAD_ROWS_PER_SPLIT, _padded(geo.out_pixels, _WEIGHT_GRAD["BLOCK_M"]))
-            splits = _cdiv(geo.out_pixels, rows)
+            splits = cdiv(geo.out_pixels, rows)
             parts = images.new_empty(splits, geo.B, geo.k_pad, geo.oc_pad, dtype=torch.float32)
             grid = (geo.B * (geo.oc_pad // geo.block_n), geo.k_pad // _WEIGHT_GRAD["BLOCK_K"], splits)
             conv_weight_grad_kernel[grid](images, g, parts, *geo.sizes(), rows, **geo.constants(_WEIGHT_GRAD))

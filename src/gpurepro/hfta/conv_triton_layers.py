@@ -35,7 +35,8 @@ _MULTIPLE = 16  # channels per block at least (tl.dot's smallest dimension)
 _WGRAD_ROWS_PER_SPLIT = 4096  # output pixels one weight-gradient block sums before the fixed-order sum
 
 
-def _cdiv(size: int, block: int) -> int:
+def cdiv(size: int, block: int) -> int:
+    """Blocks of `block` that cover `size`."""
     return -(-size // block)
 
 
@@ -117,27 +118,27 @@ def _launches(geo: LayerGeometry, weight_strides: tuple[int, ...], has_bias: boo
     forward = _blocks(geo.out_c, geo.in_c)
     input_grad = _blocks(geo.in_c, geo.out_c)
     weight_grad = _weight_grad_blocks(geo.out_c, geo.in_c)
-    phase_pixels = geo.n * _cdiv(geo.in_hw[0], geo.stride[0]) * _cdiv(geo.in_hw[1], geo.stride[1])
-    splits = _cdiv(geo.out_pixels, _WGRAD_ROWS_PER_SPLIT)
+    phase_pixels = geo.n * cdiv(geo.in_hw[0], geo.stride[0]) * cdiv(geo.in_hw[1], geo.stride[1])
+    splits = cdiv(geo.out_pixels, _WGRAD_ROWS_PER_SPLIT)
     # The forward's and weight gradient's sizes, M to DEPTH
     sizes = (geo.out_pixels, *spatial, geo.B, geo.in_c, geo.out_c, geo.k[1], *steps, geo.depth)
     return {
         "layer_forward_kernel": _Launch(
-            (geo.B * _cdiv(geo.out_c, forward["BLOCK_N"]), _cdiv(geo.out_pixels, forward["BLOCK_M"]), 1),
+            (geo.B * cdiv(geo.out_c, forward["BLOCK_N"]), cdiv(geo.out_pixels, forward["BLOCK_M"]), 1),
             (*sizes, *weight_strides),
             (("HAS_BIAS", has_bias), *forward.items()),
         ),
         "layer_input_grad_kernel": _Launch(
             (
-                geo.B * _cdiv(geo.in_c, input_grad["BLOCK_N"]),
-                _cdiv(phase_pixels, input_grad["BLOCK_M"]),
+                geo.B * cdiv(geo.in_c, input_grad["BLOCK_N"]),
+                cdiv(phase_pixels, input_grad["BLOCK_M"]),
                 geo.stride[0] * geo.stride[1],
             ),
             (geo.n, *spatial, geo.B, geo.in_c, geo.out_c, *geo.k, *steps, *weight_strides),
             tuple(input_grad.items()),
         ),
         "layer_weight_grad_kernel": _Launch(
-            (geo.B * _cdiv(geo.out_c, weight_grad["BLOCK_N"]), geo.depth // weight_grad["BLOCK_K"], splits),
+            (geo.B * cdiv(geo.out_c, weight_grad["BLOCK_N"]), geo.depth // weight_grad["BLOCK_K"], splits),
             (*sizes, _WGRAD_ROWS_PER_SPLIT, *weight_strides),
             tuple(weight_grad.items()),
         ),
@@ -201,7 +202,7 @@ class _LayerConv(torch.autograd.Function):
 
 def _weight_grad(geo: LayerGeometry, pixels: Tensor, g: Tensor, w: Tensor) -> Tensor:
     """The weight's gradient in float32, laid out as w."""
-    splits = _cdiv(geo.out_pixels, _WGRAD_ROWS_PER_SPLIT)
+    splits = cdiv(geo.out_pixels, _WGRAD_ROWS_PER_SPLIT)
     # One part a split, each laid out as the parameter (its strides hold for every part)
     shape, strides = (splits, *w.shape), (w.numel(), *w.stride())
     parts = torch.empty_strided(shape, strides, dtype=torch.float32, device=w.device)
