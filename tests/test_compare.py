@@ -15,7 +15,17 @@ import yaml
 from gpurepro.cli import main
 from gpurepro.compare import changes, match
 from gpurepro.compare.folders import default_out
-from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME, SLOWER, grade, metric_kind
+from gpurepro.compare.grade import (
+    FASTER,
+    HIGHER,
+    NOT_COMPARABLE,
+    SAME,
+    SLOWER,
+    dispersion_change,
+    grade,
+    grade_difference,
+    metric_kind,
+)
 from gpurepro.compare.outputs import write
 from gpurepro.compare.pack import sha256
 from gpurepro.compare.runs import load_run
@@ -118,9 +128,10 @@ def test_a_rerun_of_the_same_gpu_is_the_same_within_noise(tmp_path: Path) -> Non
     latency = _row(table, "latency")
     assert latency["grade"] == SAME and latency["ci_low"] <= 1 <= latency["ci_high"]
     assert latency["reps_a"] == latency["reps_b"] == 20
-    # no reps: judged by the noise floor (power 5%), said so
+    # one process a side: judged by the between-process spread measured for the study, said so
     idle = _row(table, "idle_power")
-    assert idle["grade"] == SAME and "noise floor 5% for power" in idle["summary"]
+    assert idle["grade"] == SAME
+    assert "1 process a side: measured between-process GSD 1.01 (sgemm, GPU-bound" in idle["summary"]
 
 
 def test_a_slower_gpu_is_slower_by_the_change_resolved(tmp_path: Path) -> None:
@@ -138,7 +149,7 @@ def test_a_faster_gpu_is_faster_and_a_single_value_beyond_its_floor_is_higher(tm
     latency = _row(table, "latency")
     assert latency["grade"] == FASTER and latency["better"] == "B better" and latency["ci_high"] < 1
     idle = _row(table, "idle_power")
-    assert idle["grade"] == HIGHER and "no reps" in idle["basis"]
+    assert idle["grade"] == HIGHER and "measured between-process GSD" in idle["basis"]
 
 
 def test_a_point_on_one_side_only_is_not_comparable(tmp_path: Path) -> None:
@@ -285,21 +296,26 @@ def test_a_packed_run_is_compared_after_its_checksum_is_verified(tmp_path: Path)
         write(archive, b, out)
 
 
-def test_a_dispersion_is_read_only_beyond_its_own_uncertainty() -> None:
-    """A CV of 10 reps moving from 0.36% to 0.22% (seen between two H100 runs) is the same within noise; a
-    value of the same size change is not."""
+def test_a_dispersion_is_read_in_its_own_units_and_not_graded_without_an_interval() -> None:
+    """A CV of 10 reps moving from 0.36% to 0.22% (seen between two H100 runs) reads as a difference in
+    percentage points; without an interval it is not graded, where a time's ratio meets its floor."""
     assert metric_kind("rep_cv", "1", "value") == "dispersion"
     assert metric_kind("time", "%", "spread_pct") == "dispersion"
     assert metric_kind("time", "ms", "median") == "time"
-    assert grade(0.0022 / 0.0036, None, "dispersion").grade == SAME
+    change = dispersion_change(0.0036, 0.0022, "1", "rep_cv", "value")
+    assert change == "0.36% -> 0.22% (-0.14 pp)"
+    assert grade_difference(0.0036, 0.0022, None, "dispersion", "not graded", change, np.nan).grade == SAME
     assert grade(0.0022 / 0.0036, None, "time").grade != SAME
 
 
-def test_a_change_resolved_over_reps_but_below_its_floor_is_the_same() -> None:
-    """A second run adds what reps cannot see: a tight interval off 1 by 0.5% is no change between runs."""
-    assert grade(1.005, Interval(1.005, 1.004, 1.006), "time").grade == SAME
+def test_an_interval_across_processes_decides_alone() -> None:
+    """Processes see what a rerun adds (the reps of one cannot), so their interval needs no floor beside
+    it: a tight interval off 1 by 0.5% is a change; one spanning 1 is not; the floor judges only a ratio
+    without an interval."""
+    assert grade(1.005, Interval(1.005, 1.004, 1.006), "time").grade == SLOWER
     assert grade(1.05, Interval(1.05, 1.04, 1.06), "time").grade == SLOWER
     assert grade(1.05, Interval(1.05, 0.99, 1.1), "time").grade == SAME  # interval spans 1
+    assert grade(1.02, None, "time").grade == SAME and grade(1.04, None, "time").grade == SLOWER
 
 
 def test_job_times_and_counts_of_a_measurement_are_not_graded(tmp_path: Path) -> None:
@@ -344,8 +360,8 @@ def _with_utilisation(run: Path, busy_pct: float) -> None:
 def test_a_change_at_a_point_whose_gpu_sat_mostly_idle_is_marked_host_bound(
     tmp_path: Path, busy: tuple[float, float], host_bound: bool
 ) -> None:
-    # 2x: beyond the spread of one process's figures between processes, so a change either way
-    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", latency_ms=14.0, seed=5)
+    # 3x: beyond the measured host-paced spread of one process's figures, so a change either way
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", latency_ms=21.0, seed=5)
     _with_utilisation(a, busy[0])
     _with_utilisation(b, busy[1])
     table = _compare(a, b)
@@ -370,29 +386,35 @@ def _variability_run(root: Path, ms: np.ndarray) -> Path:
 
 
 def test_a_dispersion_is_graded_by_its_interval_over_the_reps(tmp_path: Path) -> None:
-    """A GPU's rep-to-rep CV, recomputed from each run's reps: 10 reps with one slow outlier against 10
-    steady ones doubles the CV yet resolves nothing; 40 reps twice as spread resolve it."""
+    """A GPU's rep-to-rep CV, one process a side, read as B - A with the bootstrap interval of the
+    difference over each side's reps: 10 reps with one slow outlier against 10 steady ones doubles the CV
+    yet resolves nothing; 40 reps twice as spread resolve it."""
     rng = np.random.default_rng(1)
     steady = 650 * (1 + 0.002 * rng.standard_normal(10))
     outlier = np.append(650 * (1 + 0.002 * rng.standard_normal(9)), 655.0)
     runs = _variability_run(tmp_path / "a", steady), _variability_run(tmp_path / "b", outlier)
     noisy = _row(_compare(*runs), "rep_cv")
-    assert noisy["ratio"] > 2 and noisy["reps_a"] == noisy["reps_b"] == 10
-    assert noisy["ci_low"] < 1 < noisy["ci_high"] and noisy["grade"] == SAME
+    assert noisy["b_value"] > 2 * noisy["a_value"] and noisy["reps_a"] == noisy["reps_b"] == 10
+    assert pd.isna(noisy["ratio"]) and noisy["difference"] == pytest.approx(
+        noisy["b_value"] - noisy["a_value"]
+    )
+    assert noisy["diff_low"] < 0 < noisy["diff_high"] and noisy["grade"] == SAME
+    assert " pp)" in noisy["summary"] and "%;" not in noisy["summary"]
     wide = 650 * (1 + 0.002 * rng.standard_normal(40))
     wider = 650 * (1 + 0.004 * rng.standard_normal(40))
     runs = _variability_run(tmp_path / "c", wide), _variability_run(tmp_path / "d", wider)
     clear = _row(_compare(*runs), "rep_cv")
-    assert clear["grade"] == HIGHER and clear["ci_low"] > 1 and "over reps" in clear["summary"]
+    assert clear["grade"] == HIGHER and clear["diff_low"] > 0 and "each side's reps" in clear["summary"]
 
 
-@pytest.mark.parametrize(("latency_ms", "grade_read"), [(10.0, SAME), (14.0, SLOWER)])
+@pytest.mark.parametrize(("latency_ms", "grade_read"), [(10.0, SAME), (21.0, SLOWER)])
 def test_a_host_bound_change_within_the_hosts_spread_is_the_same_within_noise(
     tmp_path: Path, latency_ms: float, grade_read: str
 ) -> None:
-    """7 -> 10 ms (1.43x) at a point whose GPU sat 13-17% busy is within the x1.6 spread of one process's
-    figures between processes; 7 -> 14 ms (2x) is not. Active idle power there, taken at rest, keeps its
-    floor; the same change at a busy point stands."""
+    """7 -> 10 ms (1.43x), one process a side, at a point whose GPU sat 13-17% busy is within the
+    host-paced between-process spread measured for inference (GSD 1.41); 7 -> 21 ms (3x) is not. Active
+    idle power there, taken at rest, is read against the GPU-bound spread; the same change at a busy
+    point stands."""
     a = make_run(tmp_path / "a")
     b = make_run(tmp_path / "b", latency_ms=latency_ms, seed=5)
     for run, busy, idle_w in ((a, 13.0, 70.0), (b, 17.0, 80.0)):
@@ -400,15 +422,17 @@ def test_a_host_bound_change_within_the_hosts_spread_is_the_same_within_noise(
         _with_metric(run, "active_idle_power", "value", "W", idle_w)
     table = _compare(a, b)
     latency = _row(table, "latency", statistic="median")
-    assert latency["grade"] == grade_read
-    assert ("within the x1.6 spread" in latency["summary"]) is (grade_read == SAME)
+    assert latency["grade"] == grade_read and latency["pace"] == "host_paced"
+    assert (
+        "measured between-process GSD 1.41 (inference, host-paced; config/between_process.yaml)"
+        in (latency["summary"])
+    )
     assert "host-bound point (GPU busy 17% at most)" in latency["summary"]
     idle = _row(table, "active_idle_power")
-    assert idle["grade"] == HIGHER and idle["host_bound"] == 17.0
+    assert idle["grade"] == HIGHER and idle["host_bound"] == 17.0 and idle["pace"] == "gpu_bound"
     paths, summary = write(a, b, tmp_path / "out")
-    if grade_read == SAME:
-        assert "moved within x1.6" in paths[0].read_text()
-        assert "same only within the host's spread between processes" in summary
+    assert "lie at host-bound points" in paths[0].read_text()  # active idle power, at least
+    assert "changes at host-bound points" in summary
     busy = make_run(tmp_path / "c", latency_ms=latency_ms, seed=5)
     _with_utilisation(busy, 60.0)
     assert _row(_compare(a, busy), "latency", statistic="median")["grade"] == SLOWER

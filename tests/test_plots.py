@@ -191,26 +191,7 @@ def _inference_table(energy: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_inference_one_row_per_model_latency_energy_and_failures_listed() -> None:
-    fig = inference_plot.plot(_inference_table(), "deit")
-    titles = [ax.get_title() for ax in fig.axes]
-    panels = ["latency", "energy above idle", "energy gross", "energy vs latency"]
-    assert titles == [f"{m}: {p}" for m in ("deit-t", "deit-b") for p in panels]
-    latency = _panel(fig, "deit-b: latency")
-    assert latency.get_ylabel() == "ms per inference (median, IQR)" and latency.get_xlabel() == "batch size"
-    assert (4.0 * 0.9, 4.0 * 1.1) in [pytest.approx(span) for span in _bar_spans(latency)]  # eager, b1
-    assert len(_lines(latency)) == 4  # two modes x two precisions
-    assert _panel(fig, "deit-t: energy vs latency").get_xlabel() == "ms per inference (median)"
-    assert {"mode", "eager", "cudagraph", "precision", "fp32", "fp16"} <= _legend(fig)
-    notes = _notes(fig)
-    assert notes.startswith("failed (cudagraph: CUDA out of memory.")
-    assert "deit-b fp16 cudagraph batch 32" in notes
-
-
-def test_inference_without_energy_keeps_latency_and_says_why() -> None:
-    fig = inference_plot.plot(_inference_table(energy=False), "deit")
-    assert [ax.get_title() for ax in fig.axes] == ["deit-t: latency", "deit-b: latency"]
-    assert "energy per inference: not reported by this device" in _notes(fig)
+# The inference figure's panels, intervals and published marks: tests/test_inference_plot.py.
 
 
 def test_inference_with_every_point_failed_lists_them() -> None:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from .conftest import ROOT, import_installable, run_snakemake
+from .test_report_landing import made_landing_page
 
 DEVICES = ["cpu", "v100", "a100", "h100", "h200", "rtx6000", "t4"]
 
@@ -43,8 +44,11 @@ def test_dry_run_for_every_profile(device: str) -> None:
     )
     assert "graphed/hfta_fp16_b4_run3.csv" not in planned
     if device != "cpu":  # the GPU profiles plan every mode; the cpu profile runs eager only
-        assert f"results/{device}/inference/raw/deit/deit-b_b1_fp16_cudagraph.csv" in planned
-        assert f"results/{device}/inference/raw/bert/bert-l_s384_b32_fp16_compile.csv" in planned
+        # each point in its processes: five for host-paced eager points, two for GPU-bound ones
+        assert f"results/{device}/inference/raw/deit/deit-b_b1_fp16_cudagraph_run2.csv" in planned
+        assert f"results/{device}/inference/raw/deit/deit-b_b8_fp16_eager_run5.csv" in planned
+        assert f"results/{device}/inference/raw/bert/bert-l_s384_b32_fp16_compile_run2.csv" in planned
+        assert "bert-l_s384_b32_fp16_compile_run3.csv" not in planned
     if device != "cpu" and shutil.which("nvcc"):
         assert "rule build_kernels:" in planned and f"results/{device}/sgemm/raw/tiled_n" in planned
     # a TF32 ResNet-50 point beside the AMP series (NVIDIA's AMP-over-TF32 ratio) wherever a GPU has TF32
@@ -68,17 +72,39 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
         f"hfta/raw/resnet18/stock/hfta_fp16_b{best_b}_run1.csv",
         f"hfta/raw/resnet18/stock/mps_fp16_b{best_b}_run1.csv",
         "hfta/raw/resnet18/stock/serial_fp16_b1_run1.csv",
-        "inference/raw/deit/deit-t_b1_fp16_eager.csv",
-        "inference/raw/bert/bert-b_s384_b1_fp16_eager.csv",
-        "inference/raw/bert/bert-l_s320_b1_fp16_eager.csv",
+        "inference/raw/deit/deit-t_b1_fp16_eager_run3.csv",
+        "inference/raw/deit/deit-b_b1_fp16_cudagraph_run2.csv",
+        "inference/raw/bert/bert-b_s384_b1_fp16_eager_run3.csv",
+        "inference/raw/bert/bert-l_s320_b1_fp16_eager_run3.csv",
+        f"hfta/raw/resnet18/stock/hfta_fp16_b{best_b}_run2.csv",
+        "hfta/raw/resnet18/stock/hfta_fp16_b8_run3.csv",
+        "hfta/raw/resnet18/stock/serial_fp16_b1_run3.csv",
         "reference/raw/rates.csv",
         "ddp/raw/resnet50_synthetic-224px_fp16_b256_1gpu.csv",
     ):
         assert f"results/h100/{path}" in planned, path
     assert re.search(r"gpurepro sgemm 25536 \d+ 0 .*--out results/h100/variability/raw/", planned)
     assert "bert-l_s128" not in planned and "_2gpu.csv" not in planned
+    # host-paced points run in three processes, GPU-bound ones in two (the profile's quick repeats)
+    assert "deit-b_b1_fp16_cudagraph_run3" not in planned and f"hfta_fp16_b{best_b}_run3" not in planned
     # serial's rate is one model's at any B: measured at the smaller B only; the claims judge stock steps
     assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
+
+
+def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point() -> None:
+    """Repeats run in rounds: the second process of DeiT-T waits for the first of every DeiT point, so a
+    drift of the host over the run spreads over all points (gpurepro/rounds.py)."""
+    result = run_snakemake(
+        "-n", "--cores", "4", "--config", "device=h100", "quick=true", "--forceall",
+        "results/h100/inference/raw/deit/deit-t_b1_fp16_eager_run2.csv", "--printshellcmds", "--debug-dag",
+        cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    planned = result.stdout + result.stderr
+    for model in ("deit-t", "deit-s", "deit-b"):
+        assert f"inference/raw/deit/{model}_b1_fp16_eager_run1.csv" in planned, model
+    assert "deit-b_b1_fp16_cudagraph_run1.csv" in planned
+    assert "run2.csv" in planned and "deit-s_b1_fp16_eager_run2" not in planned
 
 
 def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp() -> None:
@@ -316,18 +342,26 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     ):
         table = pd.read_csv(results / "tables" / f"inference_{family}.csv")
         assert set(table["model"]) == {model} and set(table["status"]) == {"ok"}  # the cpu profile's point
+        # the cpu profile runs each inference point in two processes: one row set per process
         latency = table[(table["metric"] == "latency") & (table["statistic"] == "median")]
-        assert len(latency) == 1 and latency["value"].item() > 0 and latency["unit"].item() == "ms"
+        assert sorted(latency["run"]) == [1, 2] and (latency["value"] > 0).all()
+        assert set(latency["unit"]) == {"ms"}
         assert {"energy_per_inference", "idle_power"} <= set(table["metric"])
         assert (results / "plots" / f"{family}.png").read_bytes()[:4] == b"\x89PNG"
+        # and the across-process table: the figure over both processes with its interval across them
+        processes = pd.read_csv(results / "tables" / f"inference_{family}_processes.csv")
+        over = processes[(processes["metric"] == "latency") & (processes["per_process"] == "median")]
+        over = over.set_index("statistic")["value"]
+        assert over["processes"] == 2 and over["ci_low"] <= over["median"] <= over["ci_high"]
         raw = results / "inference" / "raw" / family
         assert sorted(p.name for p in raw.iterdir()) == sorted(
-            f"{point}{suffix}"
+            f"{point}_run{run}{suffix}"
+            for run in (1, 2)
             for suffix in (".csv", ".provenance.json", ".telemetry.csv", ".telemetry.provenance.json")
         )
         for path in raw.iterdir():
             assert not os.stat(path).st_mode & stat.S_IWUSR, f"{path} is not write-protected"
-        assert (results / "logs" / "inference" / family / f"{point}.log").is_file()
+        assert (results / "logs" / "inference" / family / f"{point}_run2.log").is_file()
 
     hfta = pd.read_csv(results / "tables" / "hfta.csv")  # the cpu profile's quick sweep: resnet18, B 1 and 2
     assert set(hfta["mode"]) == {"serial", "concurrent", "hfta"} and set(hfta["status"]) == {"ok"}
@@ -359,6 +393,7 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     html = (workflow_copy / "report.html").read_text()
     assert all(name in html for name in ("sgemm.png", "variability.png", "verdict.html", "runtimes.png"))
     assert "Reproduction verdict: profile cpu" in html  # the landing page: the verdict per paper
+    assert "System Message" not in html  # docutils parsed every page of it (issue 42)
 
     # a changed device check (or any key the measurements do not depend on) reruns nothing
     nothing = run_snakemake("-n", *args, "device_check=warn", cwd=workflow_copy)
@@ -383,6 +418,16 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     assert replot.returncode == 0, replot.stderr[-4000:]
     log = replot.stdout + replot.stderr
     assert "rule plot_bert:" in log and "rule infer_bert:" not in log and "rule inference_bert:" not in log
+
+    # the report again, its landing page a GPU run's verdict (made tables: reasons not measured, empty
+    # cells), which the cpu run's all-"not measured" page never shows; before other devices' results
+    # join (whose combined tables the report would then expect). The page as it was opened the report
+    # on a docutils error (issue 42).
+    (results / "verdict_summary.rst").write_text(made_landing_page())
+    report = run_snakemake("--report", "gpu-report.html", *args, cwd=workflow_copy)
+    assert report.returncode == 0, report.stderr[-4000:]
+    html = (workflow_copy / "gpu-report.html").read_text()
+    assert "Reproduction verdict: profile h100" in html and "System Message" not in html
 
     # another device's results beside these (copied from another machine): tables across devices
     other = workflow_copy / "results" / "h200" / "tables"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import harness, nvml, provenance
+from . import harness, host, nvml, provenance
 from .commands.options import telemetry_settings
 from .errors import GpureproError
 from .profiles import check_gpu_matches, load_profile, pick_profile
@@ -111,6 +111,10 @@ def run_job(
     dcgm_path = dcgm_out_path(getattr(args, "dcgm_out", None), args.trace_out, args.out)
     outputs = [p for p in (args.out, args.trace_out, dcgm_path) if p]
     ensure_absent(*outputs)
+    # Here, in the job's own process (after the fork server's fork), before the workload is built: what
+    # it starts from now on (the sampler, a kernel binary, HFTA's workers) runs on the same CPUs.
+    pinning = host.pin_for_gpu(getattr(args, "pin", "auto"), target.gpu_index)
+    print(f"host: {pinning.note}", file=sys.stderr)
     started = _begin(args, target, describe)
     gpus = [] if target.gpu_index is None else [target.gpu_index]
     source = open_source(gpus or None)

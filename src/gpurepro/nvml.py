@@ -8,8 +8,9 @@ record what is missing rather than crash.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
@@ -90,6 +91,32 @@ def clock_event_reasons(h: Any) -> int | None:
         or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
     )
     return optional(fn, h)
+
+
+def cpus_of_mask(words: Sequence[int], word_bits: int = 64) -> set[int]:
+    """The CPU indices set in an NVML CPU mask: word i, bit b is CPU i * word_bits + b (NVML fills an array
+    of unsigned longs, lowest CPUs in the first word)."""
+    return {
+        i * word_bits + bit for i, word in enumerate(words) for bit in range(word_bits) if word >> bit & 1
+    }
+
+
+def cpu_affinity(h: Any) -> tuple[set[int], str] | None:
+    """The CPUs nearest a GPU and what "nearest" means: its NUMA node where NVML can say
+    (nvmlDeviceGetCpuAffinityWithinScope, newer drivers), else NVML's ideal set for the device (its socket
+    on most hosts). None where NVML gives neither (not supported, or an empty mask, as in some VMs)."""
+    words = (os.cpu_count() or 1) // 64 + 1  # one bit per CPU, in 64-bit words
+    scoped = getattr(pynvml, "nvmlDeviceGetCpuAffinityWithinScope", None)
+    scope = getattr(pynvml, "NVML_AFFINITY_SCOPE_NODE", None)
+    tries = [] if scoped is None or scope is None else [(scoped, (h, words, scope), "the GPU's NUMA node")]
+    tries.append((pynvml.nvmlDeviceGetCpuAffinity, (h, words), "NVML's ideal CPUs for the GPU"))
+    for fn, args, meaning in tries:
+        mask = optional(fn, *args)
+        if mask is not None:
+            cpus = cpus_of_mask(list(mask), ctypes.sizeof(mask._type_) * 8)
+            if cpus:
+                return cpus, meaning
+    return None
 
 
 # Names of the clock-event reason bits, from nvml.h, so traces can say "sw_thermal" instead of 0x20.

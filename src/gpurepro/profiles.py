@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,13 @@ def check_gpu_matches(profile: dict[str, Any], gpu: GpuInfo | None, mode: str) -
             "and record the mismatch with --config device_check=warn."
         )
     return message
+
+
+def idle_seconds(section: Mapping[str, Any], config: Mapping[str, Any]) -> float:
+    """Seconds of idle-power baseline before each point of a study: its profile section's own (quick runs
+    of the repeated studies take a shorter one, spending the time on more processes), else config
+    telemetry.idle_seconds; never below telemetry.min_energy_window_s, the shortest window NVML's energy
+    counter is trusted over."""
+    telemetry = config["telemetry"]
+    own = float(section.get("idle_seconds", telemetry["idle_seconds"]))
+    return max(own, float(telemetry["min_energy_window_s"]))

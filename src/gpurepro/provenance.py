@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from . import __version__, nvml
+from . import __version__, host, nvml
 from .forkserver import protocol
 from .profiles import project_root
 
@@ -120,6 +120,8 @@ def begin(
             "cpu": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(),
         },
+        # the CPU side of this process: model, governor, the CPUs it runs on, torch's threads, pinning
+        "host_cpu": host.describe_host([gpu.get("pci_bus_id") for gpu in gpus]),
         "software": software_versions(),
         "git": git_state(),
         "config_hash": config_digest,

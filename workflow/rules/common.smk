@@ -265,15 +265,19 @@ def binary_flag(wildcards, input):
 os.environ.setdefault("GPUREPRO_DCGM_OUT", "auto")
 
 
-def measurement_flags(energy_window_s=None):
-    """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, telemetry. A study
-    may ask for a longer energy window than telemetry.min_energy_window_s, never a shorter one.
+def measurement_flags(energy_window_s=None, section=None):
+    """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, CPU pinning,
+    telemetry. A study may ask for a longer energy window than telemetry.min_energy_window_s, never a
+    shorter one, and its profile `section` may set a shorter idle baseline (profiles.idle_seconds).
     """
     t = config["telemetry"]
     window = max(t["min_energy_window_s"], energy_window_s or 0)
+    idle = profiles.idle_seconds(section or {}, config)
+    pin = config["host"]["pin"] or "off"  # a bare `off` in YAML reads as false
     return (
-        f"--profile {DEVICE} --seed {config['seed']} --rate-hz {t['rate_hz']} --sampler {t['sampler']} "
-        f"--idle-seconds {t['idle_seconds']} --energy-window-s {window} "
+        f"--profile {DEVICE} --seed {config['seed']} --pin {pin} "
+        f"--rate-hz {t['rate_hz']} --sampler {t['sampler']} "
+        f"--idle-seconds {idle} --energy-window-s {window} "
         f"--cooldown-max-wait-s {t['cooldown_max_wait_s']} --idle-temperature-dir {RESULTS}/cooldown"
     )
 

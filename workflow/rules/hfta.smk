@@ -8,8 +8,11 @@
 # without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
 # Then `hfta` (tables/hfta.csv, normalised throughput; tables/hfta_speedup.csv) and `plot_hfta`.
 
+import functools
+
 from gpurepro import hfta_study  # noqa: E402
 from gpurepro.hfta_study import sweep as hfta_sweep  # noqa: E402
+from gpurepro import rounds  # noqa: E402
 
 HFTA = PROFILE["hfta"]
 HFTA_RUN = config["hfta"]
@@ -62,13 +65,22 @@ HFTA_POINTS = dict(
     scheme=HFTA["modes"],
     precision=HFTA["precisions"],
     b=HFTA["b_values"],
-    run=range(1, HFTA["repeats"] + 1),
+    run=range(1, rounds.most_repeats(HFTA) + 1),
 )
 # Points whose answer another point gives are left out (gpurepro/hfta_study/sweep.py): serial runs at
 # serial_b_values only (the smallest B unless the profile says otherwise; they may lie outside
 # b_values), concurrent and MPS not at
 # B=1, graphed steps once (the repeats are for the stock comparisons the claims judge).
 HFTA_SERIAL_B = HFTA.get("serial_b_values", [min(HFTA["b_values"])])
+
+
+# Every planned point with its run; round r of a point waits for round r - 1 of all of them.
+HFTA_RUNS = list(
+    hfta_sweep.points(
+        HFTA_POINTS, HFTA_SERIAL_B, functools.partial(rounds.hfta_repeats, HFTA)
+    )
+)
+HFTA_STEM = "{net}/{step}/{scheme}_{precision}_b{b}_run{run}"
 
 # ResNet-18 reads real Tiny-ImageNet batches when data.source is tiny-imagenet; everything else trains
 # on synthetic batches.
@@ -84,7 +96,7 @@ HFTA_FLAGS = (
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
     f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
     f"--min-timed-s {hfta_study.min_timed_s(HFTA, config)} "
-    f"--dropped-steps {HFTA_RUN['dropped_steps']} {measurement_flags()}"
+    f"--dropped-steps {HFTA_RUN['dropped_steps']} {measurement_flags(section=HFTA)}"
 )
 
 
@@ -92,14 +104,15 @@ rule hfta_point:
     input:
         lambda w: DATASET_INPUT if HFTA_REAL_DATA and w.net == "resnet18" else [],
         **container_input(),
-    output:
-        **raw_outputs(
-            f"{HFTA_RAW}/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}"
+        previous_round=lambda w: rounds.previous_round(
+            f"{HFTA_RAW}/{HFTA_STEM}.csv", HFTA_RUNS, w.run
         ),
+    output:
+        **raw_outputs(f"{HFTA_RAW}/{HFTA_STEM}"),
     log:
-        f"{RESULTS}/logs/hfta/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.log",
+        f"{RESULTS}/logs/hfta/{HFTA_STEM}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/hfta/{{net}}/{{step}}/{{scheme}}_{{precision}}_b{{b}}_run{{run}}.tsv"
+        f"{RESULTS}/benchmarks/hfta/{HFTA_STEM}.tsv"
     wildcard_constraints:
         net="resnet18|transformer|mlp",
         step="stock|graphed|compiled",
@@ -135,22 +148,20 @@ rule hfta_point:
 
 rule hfta:
     input:
-        tables=hfta_sweep.files(
-            rules.hfta_point.output.table, HFTA_POINTS, HFTA_SERIAL_B
-        ),
-        traces=hfta_sweep.files(
-            rules.hfta_point.output.trace, HFTA_POINTS, HFTA_SERIAL_B
-        ),
+        tables=[rules.hfta_point.output.table.format(**point) for point in HFTA_RUNS],
+        traces=[rules.hfta_point.output.trace.format(**point) for point in HFTA_RUNS],
     output:
         table=f"{RESULTS}/tables/hfta.csv",
         summary=f"{RESULTS}/tables/hfta_speedup.csv",
+        processes=f"{RESULTS}/tables/hfta_processes.csv",
     log:
         f"{RESULTS}/logs/hfta/aggregate.log",
     benchmark:
         f"{RESULTS}/benchmarks/hfta/aggregate.tsv"
     localrule: True
     shell:
-        "gpurepro aggregate hfta {input.tables} --out {output.table} --summary {output.summary} > {log} 2>&1"
+        "gpurepro aggregate hfta {input.tables} --out {output.table} --summary {output.summary} "
+        "--processes {output.processes} > {log} 2>&1"
 
 
 rule plot_hfta:

@@ -5,9 +5,11 @@
 # each (`plot_deit`, `plot_bert`). A point that cannot run (out of memory, a compiler error) is filed as
 # failed with its reason by `gpurepro infer`, so the sweep goes on.
 
+import functools
 import itertools
 
 from gpurepro import inference as inference_study  # noqa: E402
+from gpurepro import rounds  # noqa: E402
 
 INFERENCE = PROFILE["inference"]
 INFERENCE_RUN = config["inference"]
@@ -39,9 +41,17 @@ for point in INFERENCE_EXTRA:
     extra = (point["model"], point["batch"], point["precision"], point["mode"])
     if extra not in DEIT_COMBINATIONS:
         DEIT_COMBINATIONS.append(extra)
-DEIT_POINTS = dict(
-    zip(["vit_model", "batch", "precision", "mode"], map(list, zip(*DEIT_COMBINATIONS)))
+
+
+# Every point once per process it runs in, round by round (round r of every point before round r+1).
+DEIT_RUNS = rounds.with_runs(
+    (
+        dict(zip(["vit_model", "batch", "precision", "mode"], combination))
+        for combination in DEIT_COMBINATIONS
+    ),
+    functools.partial(rounds.inference_repeats, INFERENCE),
 )
+DEIT_POINTS = rounds.zipped(DEIT_RUNS)
 # BERT's (model, sequence length) pairs: the profile's bert_points where it names them (the pairs the
 # published claims use), else every model at every length; then each at every batch, precision and mode,
 # as lists of equal length for expand(..., zip, ...).
@@ -56,13 +66,16 @@ BERT_COMBINATIONS = list(
         INFERENCE["modes"],
     )
 )
-BERT_POINTS = dict(
-    bert_model=[pair[0] for pair, *_ in BERT_COMBINATIONS],
-    seq=[pair[1] for pair, *_ in BERT_COMBINATIONS],
-    batch=[batch for _, batch, _, _ in BERT_COMBINATIONS],
-    precision=[precision for _, _, precision, _ in BERT_COMBINATIONS],
-    mode=[mode for *_, mode in BERT_COMBINATIONS],
+BERT_RUNS = rounds.with_runs(
+    (
+        dict(
+            bert_model=pair[0], seq=pair[1], batch=batch, precision=precision, mode=mode
+        )
+        for pair, batch, precision, mode in BERT_COMBINATIONS
+    ),
+    functools.partial(rounds.inference_repeats, INFERENCE),
 )
+BERT_POINTS = rounds.zipped(BERT_RUNS)
 
 
 wildcard_constraints:
@@ -72,6 +85,7 @@ wildcard_constraints:
     seq=r"\d+",
     precision="fp32|tf32|fp16|bf16",
     mode="eager|compile|cudagraph",
+    run=r"\d+",
 
 
 # Seconds of a point's timed blocks and energy window: the profile's (a quick run's shorter ones) or the
@@ -83,22 +97,28 @@ INFERENCE_TIMING = inference_study.timing(INFERENCE, config)
 # no active idle, so the flag is not among every study's measurement_flags).
 INFERENCE_FLAGS = (
     f"--gpu {JOB_GPU} --min-run-time {INFERENCE_TIMING['min_run_time_s']} "
-    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_TIMING['energy_window_s'])} "
+    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_TIMING['energy_window_s'], INFERENCE)} "
     f"--active-idle-seconds {config['telemetry']['active_idle_seconds']}"
 )
 
 
+DEIT_STEM = "{vit_model}_b{batch}_{precision}_{mode}_run{run}"
+BERT_STEM = "{bert_model}_s{seq}_b{batch}_{precision}_{mode}_run{run}"
+
+
+# Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py).
 rule infer_deit:
     input:
         **container_input(),
-    output:
-        **raw_outputs(
-            f"{INFERENCE_RAW}/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}"
+        previous_round=lambda w: rounds.previous_round(
+            f"{INFERENCE_RAW}/deit/{DEIT_STEM}.csv", DEIT_RUNS, w.run
         ),
+    output:
+        **raw_outputs(f"{INFERENCE_RAW}/deit/{DEIT_STEM}"),
     log:
-        f"{RESULTS}/logs/inference/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}.log",
+        f"{RESULTS}/logs/inference/deit/{DEIT_STEM}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/inference/deit/{{vit_model}}_b{{batch}}_{{precision}}_{{mode}}.tsv"
+        f"{RESULTS}/benchmarks/inference/deit/{DEIT_STEM}.tsv"
     threads: host_bound_threads()
     resources:
         **measure_resources(),
@@ -107,20 +127,21 @@ rule infer_deit:
     shell:
         container_exec(MEASURE_GPU)
         + "gpurepro infer vit -m {wildcards.vit_model} -b {wildcards.batch} --precision {wildcards.precision} "
-        "--mode {wildcards.mode} {params.flags} --out {output.table} --trace-out {output.trace} > {log} 2>&1"
+        "--mode {wildcards.mode} --run {wildcards.run} {params.flags} --out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 
 rule infer_bert:
     input:
         **container_input(),
-    output:
-        **raw_outputs(
-            f"{INFERENCE_RAW}/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}"
+        previous_round=lambda w: rounds.previous_round(
+            f"{INFERENCE_RAW}/bert/{BERT_STEM}.csv", BERT_RUNS, w.run
         ),
+    output:
+        **raw_outputs(f"{INFERENCE_RAW}/bert/{BERT_STEM}"),
     log:
-        f"{RESULTS}/logs/inference/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}.log",
+        f"{RESULTS}/logs/inference/bert/{BERT_STEM}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/inference/bert/{{bert_model}}_s{{seq}}_b{{batch}}_{{precision}}_{{mode}}.tsv"
+        f"{RESULTS}/benchmarks/inference/bert/{BERT_STEM}.tsv"
     threads: host_bound_threads()
     resources:
         **measure_resources(),
@@ -129,7 +150,7 @@ rule infer_bert:
     shell:
         container_exec(MEASURE_GPU)
         + "gpurepro infer bert -m {wildcards.bert_model} -s {wildcards.seq} -b {wildcards.batch} "
-        "--precision {wildcards.precision} --mode {wildcards.mode} {params.flags} "
+        "--precision {wildcards.precision} --mode {wildcards.mode} --run {wildcards.run} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 
@@ -140,14 +161,16 @@ rule inference_deit:
         tables=expand(rules.infer_deit.output.table, zip, **DEIT_POINTS),
         traces=expand(rules.infer_deit.output.trace, zip, **DEIT_POINTS),
     output:
-        f"{RESULTS}/tables/inference_deit.csv",
+        table=f"{RESULTS}/tables/inference_deit.csv",
+        processes=f"{RESULTS}/tables/inference_deit_processes.csv",
     log:
         f"{RESULTS}/logs/inference/aggregate_deit.log",
     benchmark:
         f"{RESULTS}/benchmarks/inference/aggregate_deit.tsv"
     localrule: True
     shell:
-        "gpurepro aggregate inference {input.tables} --out {output} > {log} 2>&1"
+        "gpurepro aggregate inference {input.tables} --out {output.table} "
+        "--processes {output.processes} > {log} 2>&1"
 
 
 rule inference_bert:
@@ -155,14 +178,16 @@ rule inference_bert:
         tables=expand(rules.infer_bert.output.table, zip, **BERT_POINTS),
         traces=expand(rules.infer_bert.output.trace, zip, **BERT_POINTS),
     output:
-        f"{RESULTS}/tables/inference_bert.csv",
+        table=f"{RESULTS}/tables/inference_bert.csv",
+        processes=f"{RESULTS}/tables/inference_bert_processes.csv",
     log:
         f"{RESULTS}/logs/inference/aggregate_bert.log",
     benchmark:
         f"{RESULTS}/benchmarks/inference/aggregate_bert.tsv"
     localrule: True
     shell:
-        "gpurepro aggregate inference {input.tables} --out {output} > {log} 2>&1"
+        "gpurepro aggregate inference {input.tables} --out {output.table} "
+        "--processes {output.processes} > {log} 2>&1"
 
 
 rule inference:
@@ -174,7 +199,7 @@ rule inference:
 
 rule plot_deit:
     input:
-        rules.inference_deit.output,
+        rules.inference_deit.output.table,
     output:
         report(
             f"{RESULTS}/plots/deit.png",
@@ -193,7 +218,7 @@ rule plot_deit:
 
 rule plot_bert:
     input:
-        rules.inference_bert.output,
+        rules.inference_bert.output.table,
     output:
         report(
             f"{RESULTS}/plots/bert.png",

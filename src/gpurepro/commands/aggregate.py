@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import combine, runtimes
+from .. import combine, process_table, runtimes
 from ..errors import GpureproError
 from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
@@ -24,7 +24,8 @@ def _sgemm(paths: list[str]) -> dict[str, pd.DataFrame]:
 
 
 def _inference(paths: list[str]) -> dict[str, pd.DataFrame]:
-    return {"out": inference_summary.summarise(paths)}
+    table = inference_summary.summarise(paths)
+    return {"out": table, "processes": process_table.summarise(table, inference_summary.PROCESS_KEYS)}
 
 
 def _variability(paths: list[str]) -> dict[str, pd.DataFrame]:
@@ -34,7 +35,11 @@ def _variability(paths: list[str]) -> dict[str, pd.DataFrame]:
 
 def _hfta(paths: list[str]) -> dict[str, pd.DataFrame]:
     table = hfta_summary.summarise(paths)
-    return {"out": table, "summary": hfta_summary.speedups(table)}
+    return {
+        "out": table,
+        "summary": hfta_summary.speedups(table),
+        "processes": process_table.summarise(table, hfta_summary.PROCESS_KEYS),
+    }
 
 
 def _ddp(paths: list[str]) -> dict[str, pd.DataFrame]:
@@ -79,6 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="CSV: the study's table (variability: every rep)")
     parser.add_argument("--summary", help="CSV: the spread summary (variability), the speedups (hfta)")
+    parser.add_argument(
+        "--processes", help="CSV: each figure over the processes that measured it (inference, hfta)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -86,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     tables = AGGREGATORS[args.study](args.raw)
     for option, table in tables.items():
         path = getattr(args, option)
+        if path is None and option == "processes":
+            continue  # the across-process table is made only where asked for (the workflow asks)
         if path is None:
             raise GpureproError(f"aggregate {args.study} writes a {option} table: give --{option} FILE")
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help="compare two runs (results/<device> folders): ratio B/A of every metric, graded",
         description="Every metric both runs measured, matched on its point's key columns, as the ratio "
-        "B/A of its median with a bootstrap interval over the raw reps where they exist, graded same "
-        "within noise, faster/slower (higher/lower) or not comparable with the reason; then the "
+        "B/A of its median over the processes that measured it, with a 95% interval across those "
+        "processes (with one process a side, the project's measured between-process spread, "
+        "config/between_process.yaml), graded same within noise, faster/slower (higher/lower) or not "
+        "comparable with the reason; dispersions as differences in their own units; then the "
         "provenance fields that differ. Writes compare.md, compare.csv, compare.html and compare.png.",
     )
     parser.add_argument("a", help="run A, the baseline: a results folder of one device, e.g. results/h100")

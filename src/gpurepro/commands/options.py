@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..harness import TelemetrySettings
+from ..host import PIN_MODES
 from ..telemetry import SAMPLERS
 
 
@@ -91,6 +92,13 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
     )
     add_config_hash_option(group)
     group.add_argument("--seed", type=int, default=0)
+    group.add_argument(
+        "--pin", choices=PIN_MODES, default="auto",
+        help="auto: run the measuring process on the CPUs NVML names nearest its GPU, with torch's threads "
+        "set to the job's ($OMP_NUM_THREADS, as Snakemake sets it; else those CPUs' count), where NVML names "
+        "such CPUs and they are at least the job's threads; off: leave it where it is. The provenance says "
+        "which, and why not (default: auto)",
+    )  # fmt: skip
     defaults = TelemetrySettings()
     group.add_argument("--rate-hz", type=float, default=defaults.rate_hz, help="telemetry samples per second")
     add_sampler_option(group, defaults.sampler)

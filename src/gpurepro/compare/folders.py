@@ -18,6 +18,37 @@ def run_name(path: Path | str) -> str:
     return Path(path).resolve().name.removesuffix(".tar.gz")
 
 
+# Folders beside the devices' in a results folder that hold no device's run: the tables combined across
+# devices (workflow/rules/report.smk) and earlier comparisons.
+NOT_DEVICES = ("combined", "compare")
+
+
+def device_folder(path: Path | str) -> Path:
+    """The results folder of one device that `path` names: `path` itself where it holds tables/ (e.g.
+    results/h100), or the one device folder inside it (results holding only results/h100/tables/), as
+    the two folders a reviewer has after two runs are `results` and another run's copy of it. Where it
+    holds several devices' results, the choice is the user's: fail naming the folders to choose from."""
+    path = Path(path)
+    if (path / "tables").is_dir():
+        return path
+    devices = sorted(
+        sub
+        for sub in (path.iterdir() if path.is_dir() else [])
+        if sub.is_dir() and sub.name not in NOT_DEVICES and any((sub / "tables").glob("*.csv"))
+    )
+    if len(devices) == 1:
+        return devices[0]
+    if devices:
+        raise GpureproError(
+            f"{path}: holds the results of {len(devices)} devices; name one of them: "
+            + ", ".join(str(device) for device in devices)
+        )
+    raise GpureproError(
+        f"{path}: not a results folder of one device (expected {path / 'tables'}/*.csv, e.g. results/h100) "
+        "nor a results folder holding one (results/<device>/tables/*.csv)"
+    )
+
+
 def baseline_tables(compare_with: str) -> list[str]:
     """Run A's tables for the workflow's compare rule, or an error saying how to name run A."""
     if not compare_with:
@@ -25,7 +56,11 @@ def baseline_tables(compare_with: str) -> list[str]:
             "rule compare: config compare_with is empty. Name the results folder of the run to compare "
             "this one with, e.g. snakemake compare --cores 1 --config compare_with=results-lastmonth/h100"
         )
-    tables = sorted(Path(compare_with, "tables").glob("*.csv"))
+    try:
+        folder = device_folder(compare_with)
+    except GpureproError as err:
+        raise GpureproError(f"rule compare: config compare_with={compare_with}: {err}") from None
+    tables = sorted(Path(folder, "tables").glob("*.csv"))
     if not tables:
         raise GpureproError(
             f"rule compare: config compare_with={compare_with}: no tables/*.csv there; expected the results "

@@ -1,11 +1,14 @@
-"""Grading a ratio B/A: same within noise, faster/slower (higher/lower) by X%, resolved or not.
+"""Grading B against A: same within noise, faster/slower (higher/lower) by X%, resolved or not.
 
-With raw reps on both sides the ratio's interval is the project's percentile bootstrap
-(stats.ratio_interval). Reps say how much a metric moves within one run; a second run adds what changes
-between runs (clocks, temperature, the host's load), which the reps cannot see. So a change is resolved
-only where the interval excludes 1 and the change is at least its kind's NOISE_FLOOR: a 0.1% change
-in a step time can be resolved by 1,000 reps and still be no difference between two runs. Without reps
-(a metric computed once per run, or one rep) the floor alone decides.
+One process is one sample: the reps inside a process show that process's noise, not how far the next
+process lands (on one host a host-paced figure moves 10-60% between processes). So a ratio B/A is judged
+by an interval across processes (match.py builds it): Welch's t-interval where both sides measured the
+point in at least two processes, else the between-process spread the project measured for that kind of
+figure (config/between_process.yaml). A change is resolved only where that interval excludes 1. Where
+neither exists (a study without a measured spread), the old NOISE_FLOOR decides, and the row says so.
+
+Dispersions (a CV, a spread between GPUs) are read in their own units, as B - A with the interval of the
+difference: a ratio of two near-zero spreads (0.20% -> 1.62%, "+701%") says nothing of its noise.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ SAME = "same within noise"
 FASTER, SLOWER, HIGHER, LOWER = "faster", "slower", "higher", "lower"
 NOT_COMPARABLE = "not comparable"
 
-# Kind of a metric: its direction and the noise floor used where there are no reps. Time and rate are
-# speeds (faster/slower); energy is lower-is-better; the rest (power, clocks, counts) have no better side.
+# Kind of a metric: its direction, and the noise floor used where no interval exists (a study without a
+# measured between-process spread). Time and rate are speeds (faster/slower); energy is lower-is-better;
+# the rest (power, clocks, counts) have no better side.
 LOWER_IS_BETTER, HIGHER_IS_BETTER, NEUTRAL = "lower is better", "higher is better", "no better side"
 KINDS = {
     "time": LOWER_IS_BETTER,
@@ -30,12 +34,10 @@ KINDS = {
     "dispersion": NEUTRAL,
     "other": NEUTRAL,
 }
-# |ratio - 1| below which a ratio without reps is "same within noise": timings and rates of a warm GPU
-# repeat within a few percent run to run (the sgemm and inference reps here spread over an IQR of 0.1-3%);
-# energy and power windows read NVML's counter, which adds its own few percent.
-# A dispersion (a CV, a spread between GPUs) estimated from a few reps is itself uncertain: from 10 reps
-# a coefficient of variation is known only to about +-25% (1 / sqrt(2 (n - 1))), so only a change beyond
-# half of it is read.
+# |ratio - 1| below which a ratio without an interval is "same within noise": timings and rates of a warm
+# GPU repeat within a few percent run to run (the sgemm and inference reps here spread over an IQR of
+# 0.1-3%); energy and power windows read NVML's counter, which adds its own few percent. Dispersions are
+# never graded by a floor (read as differences, by their intervals only); their entry stays for callers.
 NOISE_FLOOR = {"time": 0.03, "rate": 0.03, "energy": 0.05, "power": 0.05, "dispersion": 0.5, "other": 0.05}
 # Metrics whose unit says nothing of their kind, or says the wrong one (a window's length is not a speed).
 METRIC_KINDS = {
@@ -71,34 +73,36 @@ def metric_kind(metric: str, unit: str, statistic: str = "") -> str:
     return {"J": "energy", "W": "power"}.get(unit, "other")
 
 
+PERCENT_UNITS = {"%"}
+
+
 @dataclass(frozen=True)
 class Grade:
     grade: str  # SAME, FASTER, SLOWER, HIGHER, LOWER
-    change_pct: float  # (ratio - 1) * 100
-    resolved: bool  # the change exceeds the noise (interval or floor)
+    change_pct: float  # (ratio - 1) * 100; NaN for a dispersion (read as a difference)
+    resolved: bool  # the change exceeds the noise (its interval, else the floor)
     basis: str  # how it was judged
     better: str  # "B better", "B worse", or "" (same, or a metric with no better side)
+    change: str = ""  # the change as read, where it is not a percentage: "0.20% -> 1.62% (+1.42 pp)"
 
     def describe(self) -> str:
+        change = self.change or f"{self.change_pct:+.1f}%"
         if self.grade == SAME:
-            return f"{SAME} ({self.change_pct:+.1f}%; {self.basis})"
+            return f"{SAME} ({change}; {self.basis})"
+        if self.change:
+            return f"{self.grade}: {change} (resolved; {self.basis})"
         return f"{self.grade} by {abs(self.change_pct):.1f}% (resolved; {self.basis})"
 
 
-def grade(ratio: float, interval: Interval | None, kind: str) -> Grade:
-    """Grade B/A = `ratio` of a metric of `kind`, by its interval where known, else by the noise floor."""
-    change = (ratio - 1) * 100
-    if interval is not None and interval.known:
-        basis = f"{interval.confidence:.0%} interval [{interval.low:.4g}, {interval.high:.4g}] over reps"
-        resolved = interval.excludes(1.0) and abs(ratio - 1) >= NOISE_FLOOR[kind]
-    else:
-        floor = NOISE_FLOOR[kind]
-        why = f"; {interval.method}" if interval is not None else ""
-        basis = f"no reps{why}: noise floor {floor:.0%} for {kind}"
-        resolved = abs(ratio - 1) >= floor
-    if not resolved or ratio == 1:
-        return Grade(SAME, change, False, basis, "")
-    up = ratio > 1
+def interval_text(interval: Interval) -> str:
+    return f"{interval.confidence:.0%} interval [{interval.low:.4g}, {interval.high:.4g}]"
+
+
+def _verdict(up: bool, resolved: bool, kind: str, change_pct: float, basis: str, change: str = "") -> Grade:
+    """The grade's words: faster/slower for times and rates, higher/lower for the rest, and which side
+    is better where the kind has a better side."""
+    if not resolved:
+        return Grade(SAME, change_pct, False, basis, "", change)
     direction = KINDS[kind]
     if kind == "time":
         word = SLOWER if up else FASTER
@@ -109,7 +113,49 @@ def grade(ratio: float, interval: Interval | None, kind: str) -> Grade:
     better = (
         "" if direction == NEUTRAL else ("B better" if up == (direction == HIGHER_IS_BETTER) else "B worse")
     )
-    return Grade(word, change, True, basis, better)
+    return Grade(word, change_pct, True, basis, better, change)
+
+
+def grade(ratio: float, interval: Interval | None, kind: str, basis: str = "") -> Grade:
+    """Grade B/A = `ratio` of a metric of `kind`: resolved where its interval (across processes, or from
+    the measured between-process spread) excludes 1; without one, where it reaches the kind's noise floor.
+    `basis` says which interval it is (the floor's text is added here)."""
+    if interval is not None and interval.known:
+        basis = f"{basis}, {interval_text(interval)}" if basis else interval_text(interval)
+        resolved = interval.excludes(1.0)
+    else:
+        floor = NOISE_FLOOR[kind]
+        why = basis or (f"no interval; {interval.method}" if interval is not None else "no interval")
+        basis = f"{why}; noise floor {floor:.0%} for {kind}"
+        resolved = abs(ratio - 1) >= floor
+    return _verdict(ratio > 1, resolved and ratio != 1, kind, (ratio - 1) * 100, basis)
+
+
+def dispersion_scale(unit: str, metric: str, statistic: str) -> tuple[float, str, str]:
+    """How a dispersion reads: (factor, value suffix, difference suffix). A spread in % and a CV (a
+    fraction) read in percent and their difference in percentage points; the rest in their own unit."""
+    if unit in PERCENT_UNITS:
+        return 1.0, "%", " pp"
+    if metric in DISPERSION_METRICS or statistic == "cv":
+        return 100.0, "%", " pp"
+    return 1.0, "", f" {unit}" if unit not in ("", "1") else ""
+
+
+def dispersion_change(a: float, b: float, unit: str, metric: str, statistic: str) -> str:
+    """'0.20% -> 1.62% (+1.42 pp)': both values and their difference, in the dispersion's own units."""
+    factor, suffix, points = dispersion_scale(unit, metric, statistic)
+    if suffix == "%":  # percentages to two decimals: 0.20% -> 1.62% (+1.42 pp)
+        return f"{a * factor:.2f}% -> {b * factor:.2f}% ({(b - a) * factor:+.2f}{points})"
+    return f"{a:.4g}{suffix} -> {b:.4g}{suffix} ({b - a:+.4g}{points})"
+
+
+def grade_difference(
+    a: float, b: float, interval: Interval | None, kind: str, basis: str, change: str, change_pct: float
+) -> Grade:
+    """Grade B - A by the interval of the difference: resolved only where it excludes 0. Without an
+    interval nothing is resolved (`basis` says why)."""
+    resolved = interval is not None and interval.known and interval.excludes(0.0) and a != b
+    return _verdict(b > a, resolved, kind, change_pct, basis, change)
 
 
 def finite(value: float) -> bool:

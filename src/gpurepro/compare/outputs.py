@@ -36,8 +36,7 @@ def _write(a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path) -> t
     page.write_text(render.to_html(table, changed, str(a), str(b)))
     save(plot.plot(table, f"B / A: {b_run.name} ({b}) against {a_run.name} ({a})"), png)
     at_host_bound, changed_in_all = hostbound.changes_at_host_bound(table)
-    spread = hostbound.within_spread(table)
-    notes = [f"{spread} same only within the host's spread between processes"] if spread else []
+    notes = []
     if at_host_bound:
         notes.append(f"{at_host_bound} of the {changed_in_all} changes at host-bound points")
     return paths, render.counts(table) + (f" ({'; '.join(notes)})" if notes else "")

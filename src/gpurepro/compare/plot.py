@@ -1,6 +1,6 @@
-"""The comparison's figure: each metric's ratio B/A with its interval, a facet per study, the band of
-"same within noise" drawn around 1 (the kind's noise floor; ratios with reps are judged by their
-interval instead, drawn as bars)."""
+"""The comparison's figure: each metric's ratio B/A with its 95% interval across processes (or from the
+measured between-process spread, with one process a side), a facet per study. The band drawn around 1 is
+the noise floor, which judges only the ratios of studies without a measured spread (no bar)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..plotting import figure, finish, not_reported
-from . import hostbound
 from .grade import FASTER, HIGHER, KINDS, LOWER, NEUTRAL, NOISE_FLOOR, SAME, SLOWER
 
 # Only metrics with a better side are drawn (time, rate, energy): clocks, counts and power are in the
@@ -44,7 +43,7 @@ def plot(table: pd.DataFrame, title: str) -> Figure:
     )  # fmt: skip
     floor = max(NOISE_FLOOR[kind] for kind in DRAWN_KINDS)
     for study, ax in grid.axes_dict.items():
-        ax.axvspan(1 - floor, 1 + floor, color="0.85", zorder=0, label=f"same within noise (±{floor:.0%})")
+        ax.axvspan(1 - floor, 1 + floor, color="0.85", zorder=0, label=f"noise floor (±{floor:.0%})")
         ax.axvline(1, color="0.4", lw=0.8)
         mine = rows[(rows["study"] == study) & rows["ci_low"].notna()]
         labels = [t.get_text() for t in ax.get_yticklabels()]
@@ -54,12 +53,9 @@ def plot(table: pd.DataFrame, title: str) -> Figure:
                 ax.plot([row.ci_low, row.ci_high], [y, y], color="0.2", lw=1)
         ax.set(xlabel="B / A", ylabel="")
     notes = [
-        f"Band: |B/A - 1| < {floor:.0%}, the noise floor of ratios without reps; bars: 95% bootstrap "
-        "intervals over raw reps, which judge those ratios instead. Time: >1 is slower; rate: >1 is faster."
+        "Bars: 95% intervals across processes (Welch), or from the measured between-process spread "
+        "where a side has one process; they judge their ratios. "
+        f"Band: |B/A - 1| < {floor:.0%}, the noise floor, for ratios without a bar only. "
+        "Time: >1 is slower; rate: >1 is faster."
     ]
-    if hostbound.within_spread(rows):
-        notes.append(
-            f"'{SAME}' outside the band: host-bound points, within x{hostbound.HOST_SPREAD}, the spread of "
-            "one process's figures between processes."
-        )
     return finish(grid, title, notes)

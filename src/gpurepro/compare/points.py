@@ -5,6 +5,8 @@ The rule: a point's key is every column of the long table except
 - IDENTITY: what names the run, the GPU or the file rather than the workload (profile, device index,
   GPU name/UUID/serial, source file, status and reason, host), which differs between two runs of one
   point by design, and
+- PROCESS: which of the point's independent processes a row is (`run`, 1..k): the processes of one point
+  are its sample, collapsed into one value per side (their median) and one interval (across them),
 - PROTOCOL: how the point was measured (cast_protocol; energy_method for energy and power metrics). Two
   points alike but for these are the same point measured differently: not comparable, and said so.
 Where one run's table lacks a key column (an older table), its value there is empty.
@@ -32,6 +34,8 @@ IDENTITY = [
     "host",
     "dcgm_note",
 ]
+# Which process of a point a row is: not a key (a point's processes are its sample, match.py).
+PROCESS = "run"
 # Protocol column -> the units of the metrics it bears on (None: every metric).
 PROTOCOL: dict[str, set[str] | None] = {"cast_protocol": None, "energy_method": {"J", "W"}}
 # Statistics that describe a sample's spread or an interval, not its centre: never compared themselves
@@ -44,7 +48,7 @@ QUANTITY = ["metric", "statistic"]
 
 def key_columns(*tables: pd.DataFrame) -> list[str]:
     """The key columns of a table in two runs: the union of both, in the first one's order."""
-    excluded = {*LONG_COLUMNS, *IDENTITY, *PROTOCOL}
+    excluded = {*LONG_COLUMNS, *IDENTITY, *PROTOCOL, PROCESS}
     columns: list[str] = []
     for table in tables:
         columns += [c for c in table.columns if c not in excluded and c not in columns]
@@ -66,6 +70,8 @@ def central(table: pd.DataFrame) -> pd.DataFrame:
     statistic = table["statistic"].astype(str)
     spread = statistic.isin(SPREAD) | statistic.str.endswith(SPREAD_SUFFIXES)
     groups = [table[c].map(normal) for c in key_columns(table)] + [table["metric"]]
+    if PROCESS in table:
+        groups.append(table[PROCESS].map(normal))
     has_median = (statistic == "median").groupby(groups).transform("any")
     keep = ~spread & (~has_median | (statistic == "median"))
     return table[keep]

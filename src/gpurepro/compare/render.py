@@ -12,18 +12,26 @@ from .grade import NOISE_FLOOR, NOT_COMPARABLE, SAME
 
 HOW_GRADED = (
     "Each metric both runs measured is matched on its point's key columns (every column but the value, "
-    "the run's identity and the protocol) and compared as B/A of its median (else its single value). "
-    "A change is resolved only beyond the noise floor of its kind "
-    f"({', '.join(f'{kind} {floor:.0%}' for kind, floor in NOISE_FLOOR.items())}), what a second run adds "
-    "to a metric's noise; with raw reps on both sides, also only where the ratio's 95% percentile-bootstrap "
-    "interval excludes 1. At a host-bound point (GPU busy under "
-    f"{hostbound.HOST_BOUND_BELOW_PCT:.0f}% of its energy window in both runs), a time, rate, energy or "
-    f"working power within x{hostbound.HOST_SPREAD}, the spread of one process's figures between processes "
-    "on one host, is also same within noise. "
-    "Everything else is *same within noise*. Not graded: the runtimes table (job "
-    "times, cool-down waits included) and counts of how a measurement was taken (inferences per window). "
-    "Time and rate changes read faster/slower, others higher/lower. A point measured on one side only, "
-    "with another protocol or unit, or without a value, is *not comparable*, with the reason."
+    "the run's identity, the process and the protocol) and compared as B/A of its median over the "
+    "point's processes (each process one value: its median, else its single value). A change is resolved "
+    "only where the ratio's 95% interval across processes excludes 1: Welch's t-interval where both runs "
+    "measured the point in at least two processes; with one process on a side, the between-process "
+    "spread the project measured for that study and kind of figure (host-paced or GPU-bound; "
+    "config/between_process.yaml), as the row's basis says. Raw reps inside one process show that "
+    "process's noise only: they can keep a one-process change unresolved, never resolve one. A study "
+    "without a measured spread falls back to the noise floor of the metric's kind "
+    f"({', '.join(f'{kind} {floor:.0%}' for kind, floor in NOISE_FLOOR.items() if kind != 'dispersion')}). "
+    "Host-paced: inference points whose GPU was busy under "
+    f"{hostbound.HOST_BOUND_BELOW_PCT:.0f}% of the energy window in both runs (host-bound points), HFTA's "
+    f"stock steps at B <= {hostbound.HFTA_HOST_PACED_B} and "
+    "serial mode; figures taken at rest (idle power, clocks) are GPU-bound anywhere. Dispersions (CVs, "
+    "spreads between GPUs) are read as B - A in their own unit (percentage points for a spread), resolved "
+    "only where the interval of the difference excludes 0 (where the two sides' intervals do not "
+    "overlap); one without an interval is not graded. Everything else is *same within noise*. Not graded: "
+    "the runtimes table, the tables derived across processes (names ending in _processes), counts of how a "
+    "measurement was taken (inferences per window). Time and rate changes read faster/slower, others "
+    "higher/lower. A point measured on one side only, with another protocol or unit, or without a value, "
+    "is *not comparable*, with the reason."
 )
 SHOWN = ["point", "metric", "statistic", "unit", "a_value", "b_value", "ratio", "summary"]
 
@@ -39,8 +47,15 @@ def _number(value: object) -> str:
 
 
 def _ratio(row: pd.Series) -> str:
+    """B/A with its interval, or for a dispersion B - A with the interval of the difference."""
     if not (isinstance(row["ratio"], float) and math.isfinite(row["ratio"])):
-        return ""
+        difference = row.get("difference")
+        if not (isinstance(difference, float) and math.isfinite(difference)):
+            return ""
+        interval = (
+            f" [{row['diff_low']:.4g}, {row['diff_high']:.4g}]" if pd.notna(row.get("diff_low")) else ""
+        )
+        return f"B - A {difference:+.4g}{interval}"
     interval = f" [{row['ci_low']:.4g}, {row['ci_high']:.4g}]" if pd.notna(row.get("ci_low")) else ""
     return f"{row['ratio']:.4g}{interval}"
 
@@ -65,7 +80,7 @@ def resolved(table: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(point=rows["table"] + ": " + rows["point"].fillna(""))
 
 
-HEADERS = ["point", "metric", "statistic", "unit", "A", "B", "B/A [95% interval]", "grade"]
+HEADERS = ["point", "metric", "statistic", "unit", "A", "B", "B/A (B - A) [95% interval]", "grade"]
 
 
 def _md_cell(text: str) -> str:

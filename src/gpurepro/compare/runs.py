@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..errors import GpureproError
 from ..tables import LONG_COLUMNS
+from .folders import device_folder
 
 SIDECAR_SUFFIX = ".provenance.json"
 
@@ -60,13 +61,10 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 
 def load_run(path: Path | str) -> Run:
-    """Read `path/tables/*.csv`; fail naming the folder where it is not a results folder of one device."""
-    path = Path(path)
+    """Read the tables of the device folder `path` names (folders.device_folder: `path` itself, or the
+    one device's folder in it); fail naming the folder, or the device folders to choose from."""
+    path = device_folder(path)
     folder = path / "tables"
-    if not folder.is_dir():
-        raise GpureproError(
-            f"{path}: not a results folder of one device (expected {folder}/*.csv, e.g. results/h100)"
-        )
     tables, wide = {}, {}
     for csv in sorted(folder.glob("*.csv")):
         table = pd.read_csv(csv)

@@ -1,12 +1,15 @@
-"""A point's raw reps, where the run kept them: the sample behind a median, for the ratio's interval.
+"""A point's raw reps, where the run kept them: the reps inside one process, behind its median.
 
-Only medians whose table value is the median of one raw column are resampled (so the interval is about
-the very number compared): sgemm's per-rep time, rate and telemetry (raw/<backend>_n<n>.csv), inference
-latency over the Timer's blocks (raw/<family>/<file>.csv, `ms`), ddp step time over timed intervals,
-the reference rates' reps (raw/rates.csv) and each GPU's reps in the variability table
-(tables/variability_reps.csv). One dispersion is recomputed from reps too: each GPU's rep_cv in the
-variability table, the coefficient of variation of its reps' times (statistic: which of the two a row
-is). Every other metric is a single value per run: graded by the noise floor.
+Reps show one process's noise only, not how far the next process lands, so they never resolve a change
+on their own (match.py grades by intervals across processes). They serve two ends where each side is a
+single process: a change the measured between-process spread would resolve stays unresolved where the
+reps' own bootstrap interval of the ratio includes 1; and a dispersion of the reps (each GPU's rep_cv in
+the variability table, the coefficient of variation of its reps' times) gets the interval of its
+difference B - A from them. Only medians whose table value is the median of one raw column are
+resampled (so the interval is about the very number compared): sgemm's per-rep time, rate and telemetry
+(raw/<backend>_n<n>.csv), inference latency over the Timer's blocks (raw/<family>/<file>.csv, `ms`), ddp
+step time over timed intervals, the reference rates' reps (raw/rates.csv) and each GPU's reps in the
+variability table (tables/variability_reps.csv).
 """
 
 from __future__ import annotations

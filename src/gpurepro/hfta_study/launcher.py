@@ -27,12 +27,15 @@ from typing import Any
 
 import torch
 
+from .. import host
 from ..inference.modes import PointFailed
 from . import training
 
 # Through the run's fork server where there is one (forked in milliseconds, not seconds of imports each).
 WORKER_START = "gpurepro.forkserver.client"
 WORKER_ENTRY = "gpurepro.hfta_study.worker:main"
+# Each worker starts through this, which puts it on the job's CPUs (see _start).
+PIN_ENTRY = "gpurepro.host:run_inheriting_pin"
 # What the launcher sends a ready process: start the timed steps, or give up (another process failed).
 START, ABORT = "start", "abort"
 
@@ -68,12 +71,18 @@ class _Worker:
 def _start(settings: training.TrainSettings, index: int, env: Mapping[str, str]) -> _Worker:
     """Process `index`, given its settings through its end of a new pipe."""
     ours, theirs = multiprocessing.Pipe()
+    # A pinned job's workers run on its CPUs however they start: a fresh interpreter inherits them, and one
+    # forked from the fork server (the server's child, with the server's CPUs) is handed them through the
+    # environment. Each gets the job's whole CPU set, never a slice of it: B=32 workers on a GPU's 16
+    # CPUs share all 16 as the OS schedules them rather than crowd onto one CPU each, and that set is
+    # never fewer CPUs than the job's threads (host.pin_for_gpu).
+    inherited = {k: v for k, v in os.environ.items() if k != host.PINNED_CPUS_VAR}
     with theirs:
         fd = theirs.fileno()
         process = subprocess.Popen(
-            [sys.executable, "-m", WORKER_START, f"--pass-fd={fd}", WORKER_ENTRY, str(fd)],
+            [sys.executable, "-m", WORKER_START, f"--pass-fd={fd}", PIN_ENTRY, WORKER_ENTRY, str(fd)],
             pass_fds=[fd],
-            env={**os.environ, **env},
+            env={**inherited, **host.inherited_environment(), **env},
         )
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # dead already: _collect says so
         ours.send((settings, index))

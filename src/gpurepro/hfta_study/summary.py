@@ -15,7 +15,10 @@ step's peak throughput over B (median over repeats at each B) and the largest B 
 repeat, and the fused array's speedup, with each step it ran, over each baseline with each step it ran
 (columns `step` and `baseline_step`): statistic `max` compares peaks (each at its own best B, as HFTA
 reports), statistic `at_best_b` compares both at the fused array's best B. Stock over stock is the
-paper's comparison; the graphed and compiled rows say what those steps change on either side.
+paper's comparison; the graphed and compiled rows say what those steps change on either side. Each
+speedup has its 95% interval across processes (`max_ci_low`, `max_ci_high`, `at_best_b_ci_low`, ...):
+the fused point's and the baseline point's throughputs paired by run where both ran in at least two of
+the same runs (process_stats.ratio_interval), NaN where a side ran in one process only.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..process_stats import ratio_interval
 from ..results import read_sidecar
 from ..tables import long_frame, point_keys, single
 from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
@@ -36,6 +40,9 @@ POINT_KEYS = ["workload", "mode", "step", "precision", "b", "run"]
 SAME_SETUP = ["profile", "workload", "batch_size", "image_size", "seq_len"]
 BASELINES = ("serial", "concurrent", "mps")
 GIB = 2**30
+# A point over its processes (process_table): its keys without the run, and what it trained.
+PROCESS_KEYS = ["study", "profile", "device", "gpu_name", *POINT_KEYS[:-1], "batch_size", "image_size",
+                "seq_len", "optimizer", "lr", "data"]  # fmt: skip
 _DESCRIBED = ["batch_size", "image_size", "seq_len", "optimizer", "lr", "timed_steps",
               "warmup_steps_per_model", "data"]  # fmt: skip
 
@@ -164,11 +171,38 @@ def _largest_fitting(rows: pd.DataFrame) -> float:
     return float(fits[fits].index.max()) if fits.any() else math.nan
 
 
-def _speedup_rows(
-    base: dict[str, Any], curves: dict[tuple[str, str], pd.Series], fused: pd.Series, fused_step: str
+def _by_run(rows: pd.DataFrame) -> dict[int, dict[int, float]]:
+    """Throughput of each B in each run (process) that ran it: B -> run -> samples/s."""
+    ok = rows[rows["status"] == "ok"].dropna(subset=["value"])
+    out: dict[int, dict[int, float]] = {}
+    for (b, run), value in ok.groupby(["b", "run"])["value"].first().items():
+        out.setdefault(int(b), {})[int(run)] = float(value)
+    return out
+
+
+def _speedup(
+    common: dict[str, Any], statistic: str, value: float, fused: dict[int, float], baseline: dict[int, float]
 ) -> list[dict[str, Any]]:
-    """The speedups of the fused array's curve `fused` (with `fused_step`) over every baseline curve,
-    each step of it."""
+    """A speedup row and the rows of its 95% interval across processes, paired by run where both points
+    ran in at least two of the same runs (process_stats.ratio_interval); NaN ends with one process."""
+    interval = ratio_interval(fused, baseline)
+    return [
+        {**common, "statistic": statistic, "value": value},
+        {**common, "statistic": f"{statistic}_ci_low", "value": interval.low},
+        {**common, "statistic": f"{statistic}_ci_high", "value": interval.high},
+    ]
+
+
+def _speedup_rows(
+    base: dict[str, Any],
+    curves: dict[tuple[str, str], pd.Series],
+    runs: dict[tuple[str, str], dict[int, dict[int, float]]],
+    fused_step: str,
+) -> list[dict[str, Any]]:
+    """The speedups of the fused array's curve (with `fused_step`) over every baseline curve, each step
+    of it, with their intervals across processes."""
+    fused = curves[("hfta", fused_step)]
+    fused_runs = runs[("hfta", fused_step)]
     best_b = int(fused.idxmax())
     out = []
     for (baseline, baseline_step), curve in curves.items():
@@ -178,19 +212,24 @@ def _speedup_rows(
             **base, "mode": "hfta", "step": fused_step, "baseline": baseline, "baseline_step": baseline_step,
             "b": best_b, "metric": "speedup", "unit": "x",
         }  # fmt: skip
-        out.append(
-            {
-                **common,
-                "baseline_b": int(curve.idxmax()),
-                "statistic": "max",
-                "value": fused.max() / curve.max(),
-            }
+        baseline_runs = runs[(baseline, baseline_step)]
+        peak_b = int(curve.idxmax())
+        out += _speedup(
+            {**common, "baseline_b": peak_b},
+            "max",
+            fused.max() / curve.max(),
+            fused_runs.get(best_b, {}),
+            baseline_runs.get(peak_b, {}),
         )
         at_best = _at(curve, best_b, baseline)
         if at_best is not None:
             baseline_b, rate = at_best
-            out.append(
-                {**common, "baseline_b": baseline_b, "statistic": "at_best_b", "value": fused.max() / rate}
+            out += _speedup(
+                {**common, "baseline_b": baseline_b},
+                "at_best_b",
+                fused.max() / rate,
+                fused_runs.get(best_b, {}),
+                baseline_runs.get(baseline_b, {}),
             )
     return out
 
@@ -217,8 +256,10 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
             "gpu_name": group["gpu_name"].iloc[0], "repeats": int(group["run"].nunique()),
         }  # fmt: skip
         curves: dict[tuple[str, str], pd.Series] = {}
+        runs: dict[tuple[str, str], dict[int, dict[int, float]]] = {}
         for (mode, step), rows in group.groupby(["mode", "step"]):
             curves[(mode, step)] = curve = _curve(rows)
+            runs[(mode, step)] = _by_run(rows)
             which = {"mode": mode, "step": step, "statistic": "max"}
             out.append(
                 {
@@ -235,7 +276,7 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
         for step in step_order(group["step"]):
             fused = curves.get(("hfta", step))
             if fused is not None and not fused.empty:
-                out += _speedup_rows(base, curves, fused, step)
+                out += _speedup_rows(base, curves, runs, step)
     columns = ["study", "profile", "gpu_name", "workload", "batch_size", "image_size", "seq_len",
                "precision", "mode", "step", "baseline", "baseline_step", "b", "baseline_b", "repeats",
                "metric", "statistic", "value", "unit"]  # fmt: skip

@@ -1,89 +1,280 @@
-"""plot_deit / plot_bert: one row of panels per model (and BERT sequence length): latency per batch size
-(median, IQR bars), energy per inference above idle and gross per batch size, and energy against latency.
-Marker and line style are the mode, shade the precision; failed points are listed under the figure."""
+"""plot_deit / plot_bert: the inference claims in one look. One panel per metric the claims read: latency,
+power above active idle and energy per inference above active idle, each with the models side by side on
+the x axis and the mode (eager, torch.compile, CUDA graph replay) as hue and marker. Each point is the
+median over its runs (one independent process each) with the 95% interval across them
+(process_stats.across_processes): a rerun moves a host-paced figure far more than its own reps show. From
+one run there is no such interval, so the within-process one is drawn where the table has it (power: over
+the energy window's sub-windows). The A100's published figures are black marks beside the points they
+claim, read from the claims file through the claim loader, so that figure and verdict never disagree.
+Where a run measured several precisions or batch sizes (a full sweep), each (precision, batch size) is one
+row of panels, the claims' own (fp16, batch 1) first. Failed points are listed under the figure."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from ..plotting import failures, finish, iqr_rows, log_where_wide, not_reported, nothing_ran, shades, ticks_at
-from ..tables import pick
-from .summary import MODE_ORDER, MODEL_ORDER, POINT_KEYS, PRECISION_ORDER
+from ..errors import GpureproError
+from ..plotting import failures, figure, finish, not_reported, nothing_ran
+from ..process_stats import across_processes
+from ..profiles import project_root
+from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
 FAMILY_TITLES = {"deit": "DeiT (timm)", "bert": "BERT for sequence classification (transformers)"}
-# Panel: (x label, y label), in the units of `gpurepro aggregate inference` (ms, J).
-PANELS = {
-    "latency": ("batch size", "ms per inference (median, IQR)"),
-    "energy above idle": ("batch size", "J per inference above idle"),
-    "energy gross": ("batch size", "J per inference, gross"),
-    "energy vs latency": ("ms per inference (median)", "J per inference above idle"),
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One metric of the figure: its rows in the tidy table, and how its axis is labelled."""
+
+    title: str
+    metric: str
+    statistic: str
+    ylabel: str
+
+
+# The figures the claims read (config/expected/inference.yaml), in the units of `gpurepro aggregate
+# inference`. Power and energy are above *active* idle (the GPU awake with its CUDA context, just before
+# the energy window), as the verdict reads them, not above the idle drawn before any CUDA context.
+PANELS = (
+    Panel("latency", "latency", "median", "ms per inference (median of a run's blocks)"),
+    Panel("power above active idle", "power_above_active_idle", "mean", "W above active idle"),
+    Panel(
+        "energy per inference above active idle",
+        "energy_per_inference",
+        "above_active_idle",
+        "J per inference",
+    ),
+)
+# Which panel a published claim's metric belongs on: the artifact's power and energy are above its idle
+# draw (nvidia-smi, no model running), the nearest the study has to it being the active idle.
+CLAIM_PANELS = {
+    ("latency", "median"): "latency",
+    ("power_above_idle", "mean"): "power above active idle",
+    ("power_above_active_idle", "mean"): "power above active idle",
+    ("energy_per_inference", "above_idle"): "energy per inference above active idle",
+    ("energy_per_inference", "above_active_idle"): "energy per inference above active idle",
 }
-NO_ENERGY = "energy per inference: not reported by this device (no NVML or RAPL counter)"
+CLAIMS_FILE = Path("config") / "expected" / "inference.yaml"
+# The point the claims are made at, whose row of panels comes first.
+CLAIMS_VIEW = ("fp16", 1)
+WITHIN = ("ci_low", "ci_high")  # a within-process interval's statistics, where the table has them
+REFERENCE_COLUMNS = ["panel", "model", "seq_len", "precision", "batch_size", "mode", "value", "gpu", "claim"]
+NO_ENERGY = "power and energy above active idle: not reported by this device (no NVML or RAPL counter)"
 
 
-def _model(row: pd.Series) -> str:
-    return f"{row['model']}, sequence {int(row['seq_len'])}" if pd.notna(row["seq_len"]) else row["model"]
+def _label(model: str, seq_len: float) -> str:
+    return f"{model} s{int(seq_len)}" if pd.notna(seq_len) else model
 
 
-def _by_batch(rows: pd.DataFrame, panel: str) -> pd.DataFrame:
-    return rows.assign(panel=panel, x=rows["batch_size"])
+def _model_order(points: pd.DataFrame) -> list[str]:
+    """The x axis: models in the study's order (DeiT-T, -S, -B; BERT-B, -L), sequence lengths ascending."""
+    rank = {model: i for i, model in enumerate(MODEL_ORDER)}
+    models = points.drop_duplicates(["model", "seq_len"]).copy()
+    models["rank"] = models["model"].map(lambda m: rank.get(m, len(rank)))
+    models = models.sort_values(["rank", "model", "seq_len"])
+    return [_label(m, s) for m, s in zip(models["model"], models["seq_len"], strict=True)]
 
 
-def _panels(table: pd.DataFrame) -> pd.DataFrame:
-    """One long frame of every panel's points: x, value, the panel, and the point's model label."""
-    above = pick(table, "energy_per_inference", "above_idle")
-    keys = [k for k in POINT_KEYS if k in table]
-    latency = pick(table, "latency")[keys + ["value"]].rename(columns={"value": "x"})
-    frame = pd.concat(
-        [
-            _by_batch(iqr_rows(table, "latency"), "latency"),
-            _by_batch(above, "energy above idle"),
-            _by_batch(pick(table, "energy_per_inference", "gross"), "energy gross"),
-            above.merge(latency, on=keys).assign(panel="energy vs latency"),
-        ],
-        ignore_index=True,
-    ).dropna(subset=["x", "value"])
-    frame["label"] = frame.apply(_model, axis=1)
-    order = {m: i for i, m in enumerate(MODEL_ORDER)}
-    return frame.sort_values(["model", "seq_len"], key=lambda c: c.map(order) if c.name == "model" else c)
+def published(family: str, claims_file: Path | str | None = None) -> pd.DataFrame:
+    """The published figures of one family's absolute claims, one row per claim (REFERENCE_COLUMNS), read
+    through the claim loader: the same numbers (e.g. 87 - 61 W, computed) the verdict judges against."""
+    from ..verdict.claims import load_claims  # the verdict's loader; not needed unless a figure is drawn
+    from ..verdict.hardware import load_hardware
+
+    path = Path(claims_file) if claims_file else project_root() / CLAIMS_FILE
+    hardware = load_hardware()
+    rows = []
+    for claim in load_claims([path], hardware=hardware):
+        where, measure = claim.measure.where, claim.measure
+        panel = CLAIM_PANELS.get((measure.metric, measure.statistic))
+        if (
+            claim.kind != "absolute"
+            or panel is None
+            or claim.order
+            or claim.divide_by
+            or claim.subtract
+            or claim.expected.value is None
+            or str(where.get("model", "")).split("-")[0] != family
+        ):
+            continue
+        rows.append(
+            {
+                "panel": panel,
+                "model": where["model"],
+                "seq_len": where.get("seq_len", math.nan),
+                "precision": where.get("precision"),
+                "batch_size": where.get("batch_size"),
+                "mode": where.get("mode"),
+                "value": claim.expected.value,
+                "gpu": hardware[claim.gpus[0]].name,
+                "claim": claim.id,
+            }
+        )
+    return pd.DataFrame(rows, columns=REFERENCE_COLUMNS)
 
 
-def _grid(frame: pd.DataFrame) -> sns.FacetGrid:
-    precisions = [p for p in PRECISION_ORDER if p in set(frame["precision"])]
-    return sns.relplot(
-        frame, kind="line", x="x", y="value", row="label", col="panel",
-        col_order=[p for p in PANELS if p in set(frame["panel"])], style="mode",
-        style_order=[m for m in MODE_ORDER if m in set(frame["mode"])], hue="precision", hue_order=precisions,
-        palette=shades(len(precisions)), markers=True, estimator="median", errorbar=("pi", 100),
-        err_style="bars", err_kws={"capsize": 3}, height=2.8, aspect=1.25,
-        facet_kws={"sharex": False, "sharey": False},
-    )  # fmt: skip
+def _intervals(points: pd.DataFrame) -> pd.DataFrame:
+    """One row per (precision, batch size, panel, model, mode): the median over runs and its interval
+    across them; from one run, the within-process interval where the table has one (else none)."""
+    keys = ["precision", "batch_size", "model", "seq_len", "mode"]
+    rows = []
+    for panel in PANELS:
+        metric = points[points["metric"] == panel.metric]
+        for key, group in metric.groupby(keys, dropna=False, sort=False):
+            by_statistic = group.set_index(["statistic", "run"])["value"]
+            if panel.statistic not in by_statistic.index.get_level_values(0):
+                continue
+            values = by_statistic[panel.statistic].groupby(level=0).first().dropna()
+            if values.empty:
+                continue
+            interval = across_processes(values.to_numpy())
+            low, high, kind = interval.low, interval.high, "across runs"
+            if len(values) == 1:
+                run, kind, low, high = values.index[0], "within one run", math.nan, math.nan
+                if all((statistic, run) in by_statistic.index for statistic in WITHIN):
+                    low, high = (float(by_statistic[(statistic, run)]) for statistic in WITHIN)
+            point = dict(zip(keys, key, strict=True))
+            rows.append(
+                {**point, "panel": panel.title, "label": _label(point["model"], point["seq_len"]),
+                 "value": interval.value, "low": low, "high": high, "runs": len(values), "interval": kind}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
 
 
-def plot(table: pd.DataFrame, family: str) -> Figure:
-    """Draw one family's figure from the tidy table of `gpurepro aggregate inference`."""
+def _facets(summary: pd.DataFrame) -> list[tuple[str, int]]:
+    """Rows of panels: (precision, batch size), the claims' view first, then the rest of its precision,
+    then the other precisions, each by batch size."""
+    rank = {p: i for i, p in enumerate(PRECISION_ORDER)}
+    facets = {(str(p), int(b)) for p, b in zip(summary["precision"], summary["batch_size"], strict=True)}
+    return sorted(
+        facets,
+        key=lambda f: (f != CLAIMS_VIEW, f[0] != CLAIMS_VIEW[0], rank.get(f[0], len(rank)), f[0], f[1]),
+    )
+
+
+def _draw(
+    ax: Axes,
+    rows: pd.DataFrame,
+    marks: pd.DataFrame,
+    labels: list[str],
+    modes: list[str],
+    colours: dict[str, tuple[float, float, float]],
+) -> None:
+    """Points per model (x) and mode (dodged, hue and marker), error bars where an interval exists, and
+    the published figures as black bars across their model's group of points."""
+    width = 0.7
+    step = width / len(modes)
+    for i, mode in enumerate(modes):
+        these = rows[rows["mode"] == mode]
+        if these.empty:
+            continue
+        x = np.array([labels.index(label) for label in these["label"]]) - width / 2 + step * (i + 0.5)
+        value = these["value"].to_numpy()
+        below = np.where(np.isfinite(these["low"]), value - these["low"], 0.0)
+        above = np.where(np.isfinite(these["high"]), these["high"] - value, 0.0)
+        ax.errorbar(
+            x, value, yerr=[np.maximum(below, 0), np.maximum(above, 0)], fmt=MARKERS[i % len(MARKERS)],
+            color=colours[mode], markersize=7, capsize=4, linestyle="none", elinewidth=1.4,
+        )  # fmt: skip
+    for _, mark in marks.iterrows():
+        if mark["label"] not in labels:
+            continue
+        x = labels.index(mark["label"])
+        ax.hlines(mark["value"], x - width / 2, x + width / 2, colors="black", linewidth=2.2, zorder=1.5)
+        ax.annotate(
+            f"{mark['value']:.3g}", (x + width / 2, mark["value"]), xytext=(3, 0),
+            textcoords="offset points", va="center", fontsize=8,
+        )  # fmt: skip
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    lows = pd.concat([rows["value"], rows["low"], marks["value"]]).dropna()
+    if len(lows) and lows.min() >= 0:
+        ax.set_ylim(bottom=0)
+    else:
+        ax.axhline(0, color="grey", linewidth=0.6)
+
+
+MARKERS = ("o", "s", "D", "^", "v")
+ONE_RUN = (
+    "one run per point: no interval across runs; the power's bars are its 95% interval within the run "
+    "(a bootstrap over the energy window's sub-windows), latency and energy have none"
+)
+
+
+def _where(frame: pd.DataFrame, panel: Panel, precision: str, batch: int) -> pd.DataFrame:
+    return frame[
+        (frame["panel"] == panel.title) & (frame["precision"] == precision) & (frame["batch_size"] == batch)
+    ]
+
+
+def _references(family: str, notes: list[str]) -> pd.DataFrame:
+    """The claims file's published figures, or none (with a note saying why) where it does not load."""
+    try:
+        return published(family)
+    except GpureproError as error:
+        notes.append(f"published figures not marked: {error}")
+        return pd.DataFrame(columns=REFERENCE_COLUMNS)
+
+
+def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = None) -> Figure:
+    """Draw one family's figure from the tidy table of `gpurepro aggregate inference`. `references`: the
+    published figures to mark (default: published(), the claims file's)."""
     table = table[table["family"] == family]
     if table.empty:
         raise ValueError(f"the table has no {family} rows")
     failed = table[table["status"] != "ok"].drop_duplicates("source_file")
     notes = failures(failed, "{model} {precision} {mode} batch {batch_size}")
     title = f"{FAMILY_TITLES.get(family, family)} inference on {table['profile'].iloc[0]}"
-    frame = _panels(table[table["status"] == "ok"])
-    if frame.empty:
+    summary = _intervals(table[table["status"] == "ok"])
+    if summary.empty:
         return nothing_ran(title, notes)
-    if "energy above idle" not in set(frame["panel"]):
+    references = _references(family, notes) if references is None else references
+    references = references.assign(label=list(map(_label, references["model"], references["seq_len"])))
+    if set(summary["panel"]) == {PANELS[0].title}:
         notes.insert(0, NO_ENERGY)
-    grid = _grid(frame)
-    grid.set_titles(template="{row_name}: {col_name}")
-    batches = sorted(int(b) for b in frame["batch_size"].unique())
-    for (_, panel), ax in grid.axes_dict.items():
-        xlabel, ylabel = PANELS[panel]
-        ax.set(xlabel=xlabel, ylabel=ylabel)
-        if not ax.has_data():
-            not_reported(ax, f"{panel}: not measured")
-        log_where_wide(ax)
-        if xlabel == "batch size":
-            ticks_at(ax, batches)
-    return finish(grid, title, notes)
+    labels = _model_order(summary)
+    modes = [m for m in MODE_ORDER if m in set(summary["mode"])]
+    modes += sorted(set(summary["mode"]) - set(modes))
+    colours = dict(zip(modes, sns.color_palette("colorblind", len(modes)), strict=True))
+    facets = _facets(summary)
+    fig, axes = figure(len(PANELS), len(facets))
+    fig.set_size_inches(max(4.6, 0.9 * len(labels) + 1.6) * len(PANELS), 3.9 * len(facets))
+    marked = 0
+    for ax, ((precision, batch), panel) in zip(axes, [(f, p) for f in facets for p in PANELS], strict=True):
+        rows, marks = _where(summary, panel, precision, batch), _where(references, panel, precision, batch)
+        ax.set_title(f"{panel.title}\n{precision}, batch {batch}")
+        if rows.empty:  # every claim's panel stays, saying it was not measured
+            not_reported(ax, f"{panel.title}: not measured at {precision}, batch {batch}")
+            continue
+        _draw(ax, rows, marks, labels, modes, colours)
+        marked += int(marks["label"].isin(labels).sum())
+        ax.set(xlabel="model", ylabel=panel.ylabel)
+    runs = sorted(int(n) for n in summary["runs"].unique())
+    if runs == [1]:
+        notes.append(ONE_RUN)
+    handles = [
+        Line2D([], [], color=colours[m], marker=MARKERS[i % len(MARKERS)], linestyle="none", label=m)
+        for i, m in enumerate(modes)
+    ]
+    gpus = ", ".join(sorted(set(references["gpu"])))
+    if marked:
+        handles.append(Line2D([], [], color="black", linewidth=2.2, label=f"{gpus} published"))
+    elif len(references):
+        at = references[["precision", "batch_size"]].drop_duplicates().itertuples(index=False)
+        points = "; ".join(sorted(f"{p}, batch {b}" for p, b in at))
+        notes.append(f"{gpus} published figures ({points}): no point measured here to mark them by")
+    span = f"{runs[0]}-{runs[-1]}" if len(runs) > 1 else str(runs[0])
+    fig.legend(
+        handles=handles, title=f"mode (median of {span} run{'s' if runs[-1] > 1 else ''})",
+        loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
+    )  # fmt: skip
+    return finish(fig, title, notes)

@@ -31,6 +31,8 @@ from ..tables import describe, long_frame, point_keys, single
 from ..telemetry.energy import subwindow_powers
 
 POINT_KEYS = ["family", "model", "seq_len", "batch_size", "precision", "mode", "run"]
+# A point over its processes (process_table): its keys without the run, and where it was measured.
+PROCESS_KEYS = ["study", "profile", "device", "gpu_name", *POINT_KEYS[:-1], "cast_protocol"]
 MODEL_ORDER = ["deit-t", "deit-s", "deit-b", "bert-b", "bert-l"]
 PRECISION_ORDER = ["fp32", "tf32", "fp16", "bf16"]
 MODE_ORDER = ["eager", "compile", "cudagraph"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import hfta_study, inference
+from .. import hfta_study, inference, profiles
 from ..telemetry.cooldown import IDLE_TAIL_MARGIN_S, SETTLE_S
 from .jobs import PlannedJob
 
@@ -55,6 +55,8 @@ COOLDOWN_S = {
 # to a plateau, and the line's fall stops at the smaller of the two. Its ceiling: no colder run was seen.
 COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.12
 COOLDOWN_SCALE_RANGE = (0.66, 2.0)
+# The profile section whose settings (an idle baseline of its own) a measuring rule takes.
+STUDY_OF_RULE = {"infer_deit": "inference", "infer_bert": "inference", "hfta_point": "hfta"}
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
 INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
@@ -117,6 +119,11 @@ class RunSettings:
     def telemetry(self, key: str) -> float:
         return float(self.config["telemetry"][key])
 
+    def idle_s(self, rule: str) -> float:
+        """The idle baseline before a point of `rule`: its study's profile section's, else the config's."""
+        section = self.profile.get(STUDY_OF_RULE.get(rule, ""), {})
+        return profiles.idle_seconds(section, self.config)
+
     def cooldown_s(self, rule: str) -> float:
         """The expected cool-down wait before a point of `rule`, for this run's starting temperature."""
         if not self.gpu:
@@ -136,7 +143,7 @@ def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
     # the GPU left alone after the previous point, what of it its own start-up has not already taken; the
     # cool-down's wait counts towards it
     settling = max(0.0, SETTLE_S - settings.start_s) if settings.gpu else 0.0
-    idle = settings.telemetry("idle_seconds")
+    idle = settings.idle_s(rule)
     # the cool-down's tail is the idle baseline where it is long enough and lies after the settle
     tail = cooldown >= idle + max(IDLE_TAIL_MARGIN_S, settling)
     rest = max(settling, cooldown) + (0.0 if tail else idle)

@@ -87,11 +87,16 @@ INFORMATIONAL, NOT_COMPARABLE, HOST_BOUND = "informational", "not_comparable", "
 class OffPaperGpu:
     """How a claim reads on a GPU other than the paper's, where no scaling makes it comparable:
     informational (shown, never counted), not comparable (with why), or host-bound (not comparable, with
-    the share of host time from a CUDA graph point of the same model: `graph`, merged over measure)."""
+    the share of host time from a CUDA graph point of the same model: `graph`, merged over the timing).
+    `timing` is the eager latency whose host share is read: the measure itself for a latency claim; for
+    a claim on a property of that same timing (its block-to-block IQR over its median), the latency it
+    is a property of, so that both claims are read by one rule: a timing the host paces says nothing of
+    the GPU, neither its median nor its spread."""
 
     reading: str
     why: str
     graph: dict[str, Any] = field(default_factory=dict)
+    timing: Selection | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,7 @@ class Claim:
     expected: Expected
     tolerance: Tolerance
     unit: str
-    source: dict[str, str]
+    source: dict[str, Any]  # title, authors, venue, where, url, note: text; versions: a list of them
     file: str
     purpose: str = REPRODUCTION
     divide_by: Selection | None = None
@@ -288,6 +293,12 @@ def _claim(
     source = {**default_source, **item.get("source", {})}
     if "title" not in source:
         raise GpureproError(f"{where}: key source: no source title, in the claim or at the top of the file")
+    versions = [version["name"] for version in source.get("versions", [])]
+    if versions and source.get("judged") not in versions:
+        raise GpureproError(
+            f"{where}: key source.judged: {source.get('judged')!r} is not one of the source's versions "
+            f"({', '.join(versions)})"
+        )
     measure = _selection(item["measure"])
     scaling = item.get("scaling")
     direction = item.get("direction")
@@ -314,7 +325,12 @@ def _claim(
         else None,
         direction=Direction(direction.get("above"), direction.get("below")) if direction else None,
         order=tuple(dict(point) for point in item.get("order", [])),
-        off_paper_gpu=OffPaperGpu(off["reading"], off["why"].strip(), dict(off.get("graph", {})))
+        off_paper_gpu=OffPaperGpu(
+            off["reading"],
+            off["why"].strip(),
+            dict(off.get("graph", {})),
+            _other_side(off, "timing", measure, where),
+        )
         if off
         else None,
         needs_gpus=needs.get("gpus", 0),

@@ -318,17 +318,23 @@ class _Judge:
         return f"host-bound ({self._host_share(claim, values)}): {off.why}; {how}", NOT_COMPARABLE
 
     def _host_share(self, claim: Claim, values: Values) -> str:
-        """The share of an eager latency that is host time: 1 - the CUDA graph latency / the eager one."""
+        """The share of an eager latency that is host time: 1 - the CUDA graph latency / the eager one.
+        The eager latency is the claim's own value, or the timing it names (off_paper_gpu.timing) where
+        the claim reads a property of that timing rather than the timing itself."""
         off = claim.off_paper_gpu
         assert off is not None
-        graph = claim.measure.with_where(off.graph)
+        timing = off.timing or claim.measure
+        graph = timing.with_where(off.graph)
+        try:
+            eager = values if off.timing is None else read(timing, claim.study, self.tables, self.rules)
+        except NotMeasured as why:
+            return f"host time unknown: no eager timing here ({why})"
         try:
             graphed = read(graph, claim.study, self.tables, self.rules).values[0]
         except NotMeasured as why:
             return f"host time unknown: no CUDA graph point of this model here ({why})"
-        eager = values.values[0]
-        share = (1 - graphed / eager) * 100
-        return f"{share:.0f}% host time: eager {eager:.4g} {claim.unit}, CUDA graph {graphed:.4g}"
+        share = (1 - graphed / eager.values[0]) * 100
+        return f"{share:.0f}% host time: eager {eager.values[0]:.4g} {eager.unit}, CUDA graph {graphed:.4g}"
 
 
 def _combined_interval(first: Values, second: Values, sign: str) -> list[tuple[float, float]] | None:

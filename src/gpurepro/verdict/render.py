@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import pandas as pd
 
@@ -82,6 +83,15 @@ def source_text(outcome: Outcome) -> str:
     source = outcome.claim.source
     parts = [source.get("authors"), source.get("title"), source.get("venue")]
     return ", ".join(p for p in parts if p)
+
+
+def describe_versions(source: dict) -> str:
+    """The versions of a source that state different figures, the one the claims judge marked."""
+    return "; ".join(
+        f"{version['name']}{' (judged here)' if version['name'] == source.get('judged') else ''}: "
+        + " ".join(version["says"].split())
+        for version in source["versions"]
+    )
 
 
 def _finite(value: float) -> float | None:
@@ -197,6 +207,8 @@ def _details(outcomes: list[Outcome]) -> list[str]:
         lines.append(f"- result: {o.detail}")
         if c.note:
             lines.append(f"- note: {c.note}")
+        if c.source.get("versions"):
+            lines.append(f"- versions of the source: {describe_versions(c.source)}")
         if c.source.get("note"):
             lines.append(f"- about the source: {c.source['note']}")
         lines.append("")
@@ -311,6 +323,23 @@ def _rst(text: str) -> str:
     return text
 
 
+# What, at the start of a list-table cell, reStructuredText reads as markup rather than text: a bullet, an
+# enumerator ("1.", "a)", "(i)"), a comment or directive (".."), a field (":x:"), a quote or a table line.
+_CELL_MARKUP = re.compile(r"^([-+*•‣⁃#>|=~^:.]|\(?\w+[.)](\s|$))")
+EMPTY_CELL = "none"
+
+
+def _rst_cell(text: str) -> str:
+    """One list-table cell: on one line (a line break, e.g. the end of a folded YAML string, ends the
+    cell and breaks the table), literal, never read as markup at its start (a "-" there is a nested
+    bullet list, which the list-table directive rejects), and never empty: "none" says so in words."""
+    text = " ".join(text.split())
+    if not text:
+        return EMPTY_CELL
+    text = _rst(text)
+    return "\\" + text if _CELL_MARKUP.match(text) and not text.startswith("\\") else text
+
+
 def landing_page(outcomes: list[Outcome], profile: str, here: Here) -> str:
     """reStructuredText for the Snakemake report's landing page: the verdict per paper, first."""
     title = f"Reproduction verdict: profile {profile}"
@@ -330,10 +359,10 @@ def landing_page(outcomes: list[Outcome], profile: str, here: Here) -> str:
     ]
     for p in paper_verdicts(outcomes):
         lines += [
-            f"   * - {_rst(p.paper)}",
-            f"     - **{p.headline}**",
-            f"     - {p.describe_counts() or '-'}",
-            f"     - {_rst(p.describe_unmeasured()) or '-'}",
+            f"   * - {_rst_cell(p.paper)}",
+            f"     - **{_rst(' '.join(p.headline.split()))}**",
+            f"     - {_rst_cell(p.describe_counts())}",
+            f"     - {_rst_cell(p.describe_unmeasured())}",
         ]
     lines += [
         "",

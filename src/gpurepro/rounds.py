@@ -1,0 +1,80 @@
+"""Repeats over processes: how many independent processes measure a point, and the rounds they run in.
+
+One process is one sample (DESIGN.md): a figure that the host paces moves 10-60% from one process to the
+next on one host, so every point runs in k processes of its own, k from the device profile's study
+section (`repeats`: one count, or one for host-paced points and one for GPU-bound ones).
+
+The repeats run in rounds: round r of every point of a sweep runs before round r+1 of any
+(workflow/rules/common.smk makes round r+1 of a point wait for round r of all), so a drift of the room
+or the host over the run spreads over all points instead of biasing the ones measured last, and two
+points' figures of one round can be paired (process_stats.ratio_interval).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Largest batch (inference) or B (HFTA) whose stock figures the host paces on the GPUs measured so far:
+# an eager batch-1 forward keeps an H100 busy 10-21% of the time, a fused B=8 step about half of it.
+HOST_PACED_MAX_BATCH = 8
+
+
+def repeats(section: Mapping[str, Any], host_paced: bool) -> int:
+    """The processes a point of this study section runs in: `repeats` as one count, or its host_paced or
+    gpu_bound count; 1 where the section names none."""
+    count = section.get("repeats", 1)
+    if isinstance(count, Mapping):
+        return int(count["host_paced" if host_paced else "gpu_bound"])
+    return int(count)
+
+
+def most_repeats(section: Mapping[str, Any]) -> int:
+    """The largest count any point of the section runs in (the rounds a sweep has)."""
+    return max(repeats(section, True), repeats(section, False))
+
+
+def inference_host_paced(mode: str, batch: int | str) -> bool:
+    """Eager inference at a small batch waits on the host queuing its kernels; compiled or replayed as a
+    CUDA graph, or at large batches, the GPU paces it."""
+    return mode == "eager" and int(batch) <= HOST_PACED_MAX_BATCH
+
+
+def hfta_host_paced(scheme: str, step: str, b: int | str) -> bool:
+    """Serial training (one model's step at a time) and stock steps at small B wait on the host; graphed
+    or compiled steps and large fused arrays keep the GPU busy."""
+    return scheme == "serial" or (step == "stock" and int(b) <= HOST_PACED_MAX_BATCH)
+
+
+def inference_repeats(section: Mapping[str, Any], point: Mapping[str, Any]) -> int:
+    """Processes an inference point (wildcards mode and batch) runs in."""
+    return repeats(section, inference_host_paced(point["mode"], point["batch"]))
+
+
+def hfta_repeats(section: Mapping[str, Any], point: Mapping[str, Any]) -> int:
+    """Processes an HFTA point (wildcards scheme, step and b) runs in."""
+    return repeats(section, hfta_host_paced(point["scheme"], point["step"], point["b"]))
+
+
+def zipped(points: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Points (dicts of wildcards) as lists of equal length per wildcard, for expand(..., zip, ...)."""
+    return {name: [point[name] for point in points] for name in points[0]}
+
+
+def with_runs(points: Iterable[Mapping[str, Any]], count: Any) -> list[dict[str, Any]]:
+    """Each point once per run (run = 1..count(point)), round by round."""
+    points = list(points)
+    counts = [int(count(point)) for point in points]
+    return [
+        {**point, "run": run}
+        for run in range(1, max(counts, default=0) + 1)
+        for point, k in zip(points, counts, strict=True)
+        if run <= k
+    ]
+
+
+def previous_round(pattern: str, points: Iterable[Mapping[str, Any]], run: int | str) -> list[str]:
+    """The files of round `run` - 1 of every point of the sweep (`points` with their `run`), which round
+    `run` waits for; none for the first round."""
+    before = int(run) - 1
+    return [pattern.format(**point) for point in points if int(point["run"]) == before]

@@ -1,0 +1,235 @@
+"""The host CPU side of a measuring process (gpurepro.host): NVML's CPU masks decoded, the host described
+for the provenance, pinning that really moves a process (tried in a child, so this one keeps its CPUs),
+the policy that never fails a job over it, config.host.pin validated and passed to every measuring job,
+and the sidecar of a measurement carrying it all."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpurepro import host, nvml
+
+from .conftest import ROOT, run_gpurepro, run_snakemake
+
+FAST = ["--idle-seconds", "0.2", "--energy-window-s", "0.2", "--cooldown-max-wait-s", "0", "--rate-hz", "100"]
+ALLOWED = sorted(os.sched_getaffinity(0))
+
+
+def _python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_nvml_cpu_masks_decode_to_cpu_indices() -> None:
+    assert nvml.cpus_of_mask([0b1011, 1 << 3]) == {0, 1, 3, 67}
+    assert nvml.cpus_of_mask([0, 0]) == set()
+    assert nvml.cpus_of_mask([1 << 31, 1], word_bits=32) == {31, 32}
+    assert nvml.cpus_of_mask([2**64 - 1]) == set(range(64))
+
+
+def test_nvml_affinity_prefers_the_numa_node_and_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ctypes arrays pynvml returns, as NVML fills them; an empty node mask (some VMs) falls back."""
+    words = ctypes.c_ulonglong * ((os.cpu_count() or 1) // 64 + 1)
+    node = words(0b110)
+    ideal = words(0b1111)
+    monkeypatch.setattr(nvml.pynvml, "nvmlDeviceGetCpuAffinityWithinScope", lambda h, n, scope: node)
+    monkeypatch.setattr(nvml.pynvml, "nvmlDeviceGetCpuAffinity", lambda h, n: ideal)
+    assert nvml.cpu_affinity(object()) == ({1, 2}, "the GPU's NUMA node")
+    node[0] = 0
+    assert nvml.cpu_affinity(object()) == ({0, 1, 2, 3}, "NVML's ideal CPUs for the GPU")
+    ideal[0] = 0
+    assert nvml.cpu_affinity(object()) is None
+
+
+def test_cpu_lists_read_and_write_as_linux_writes_them() -> None:
+    assert host.format_cpus([3, 0, 1, 2, 8, 10, 11]) == "0-3,8,10-11"
+    assert host.format_cpus([]) == ""
+    assert host.parse_cpus("0-3,8,10-11") == {0, 1, 2, 3, 8, 10, 11}
+    assert host.parse_cpus(host.format_cpus(ALLOWED)) == set(ALLOWED)
+    with pytest.raises(ValueError):
+        host.parse_cpus("zero")
+
+
+def test_nvml_bus_ids_map_to_sysfs_names(tmp_path: Path) -> None:
+    assert host.sysfs_bus_id("00000000:17:00.0") == "0000:17:00.0"
+    assert host.sysfs_bus_id("0000:AB:00.0") == "0000:ab:00.0"
+    (tmp_path / "0000:17:00.0").mkdir()
+    (tmp_path / "0000:17:00.0" / "numa_node").write_text("1\n")
+    (tmp_path / "0000:18:00.0").mkdir()
+    (tmp_path / "0000:18:00.0" / "numa_node").write_text("-1\n")
+    assert host.numa_node("00000000:17:00.0", tmp_path) == 1
+    assert host.numa_node("00000000:18:00.0", tmp_path) is None  # not reported
+    assert host.numa_node("00000000:19:00.0", tmp_path) is None and host.numa_node(None, tmp_path) is None
+
+
+def test_frequency_governors_are_the_set_seen_or_unavailable(tmp_path: Path) -> None:
+    assert host.frequency_governors(tmp_path) == "unavailable"
+    for cpu, governor in enumerate(["performance", "powersave", "performance"]):
+        folder = tmp_path / f"cpu{cpu}" / "cpufreq"
+        folder.mkdir(parents=True)
+        (folder / "scaling_governor").write_text(f"{governor}\n")
+    assert host.frequency_governors(tmp_path) == "performance,powersave"
+
+
+def test_describe_host_on_this_machine() -> None:
+    described = host.describe_host()
+    assert set(described) == {
+        "cpu_model", "logical_cpus", "frequency_governor", "affinity", "affinity_count", "gpu_numa_nodes",
+        "torch_threads", "torch_interop_threads", "pinning",
+    }  # fmt: skip
+    assert described["cpu_model"] and described["cpu_model"] != "unknown"
+    assert described["logical_cpus"] == os.cpu_count() >= described["affinity_count"] == len(ALLOWED)
+    assert host.parse_cpus(described["affinity"]) == set(ALLOWED)
+    assert described["frequency_governor"] == "unavailable" or all(
+        g.isidentifier() for g in described["frequency_governor"].split(",")
+    )
+    assert described["gpu_numa_nodes"] == {}
+    import torch  # noqa: F401 - describe_host reports torch's threads once the job has torch
+
+    threads = host.describe_host()["torch_threads"]
+    assert isinstance(threads, int) and threads >= 1
+    assert described["pinning"]["pinned"] is False
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two usable CPUs to pin to a subset")
+def test_pin_moves_the_process_and_sets_torchs_threads() -> None:
+    """In a child process, so that this one keeps its CPUs: every thread of it moves (one started before
+    pinning too), torch's threads are min(CPUs, asked), and the provenance then says so."""
+    result = _python(
+        f"""
+        import json, os, threading, torch
+        from gpurepro import host
+        early = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
+        early.start()
+        done = host.pin({{{ALLOWED[-1]}}}, 4)
+        print(json.dumps({{
+            "affinity": sorted(os.sched_getaffinity(0)),
+            "early": sorted(os.sched_getaffinity(early.native_id)),
+            "threads": torch.get_num_threads(),
+            "result": done.as_dict(),
+            "described": host.describe_host()["pinning"],
+            "inherited": host.inherited_environment(),
+        }}))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["affinity"] == seen["early"] == [ALLOWED[-1]]
+    assert seen["threads"] == 1  # one CPU, though 4 were asked
+    assert seen["result"]["pinned"] and seen["result"]["cpus"] == str(ALLOWED[-1])
+    assert seen["result"]["torch_threads"] == 1 and seen["described"] == seen["result"]
+    assert seen["inherited"] == {host.PINNED_CPUS_VAR: str(ALLOWED[-1])}
+    assert sorted(os.sched_getaffinity(0)) == ALLOWED  # this process kept its CPUs
+
+
+def affinity_entry(argv: list[str]) -> int:
+    """An entry point for run_inheriting_pin: prints this process's CPUs and its arguments."""
+    print(json.dumps({"affinity": sorted(os.sched_getaffinity(0)), "argv": argv}))
+    return 0
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two usable CPUs to pin to a subset")
+def test_a_worker_started_through_the_pin_entry_takes_the_jobs_cpus() -> None:
+    """How HFTA's workers forked from the fork server (which has its own CPUs) get the job's."""
+    code = f"from gpurepro import host; host.run_inheriting_pin(['{__name__}:affinity_entry', 'x'])"
+    pinned = _python(code, {host.PINNED_CPUS_VAR: str(ALLOWED[0])})
+    assert pinned.returncode == 0, pinned.stderr
+    assert json.loads(pinned.stdout) == {"affinity": [ALLOWED[0]], "argv": ["x"]}
+    env = {k: v for k, v in os.environ.items() if k != host.PINNED_CPUS_VAR}
+    unpinned = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert json.loads(unpinned.stdout)["affinity"] == ALLOWED
+
+
+def test_the_policy_never_fails_and_says_why_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    pinned_to: list[tuple[set[int], int]] = []
+
+    def fake_pin(cpus: set[int], threads: int) -> host.PinResult:
+        pinned_to.append((cpus, threads))
+        return host.PinResult(True, tuple(sorted(cpus)), threads, threads, f"pinned to {len(cpus)} CPU(s)")
+
+    monkeypatch.setattr(host, "pin", fake_pin)
+    monkeypatch.setattr(host, "_LAST", None)  # what this test records stays in this test
+    assert host.pin_for_gpu("off", 0).note == "not pinned: host.pin is off"
+    assert host.pin_for_gpu("auto", None).note.startswith("not pinned: the job measures on the CPU")
+    no_affinity = (None, "NVML gives no CPU affinity for GPU 0")
+    monkeypatch.setattr(host, "nearest_cpus", lambda index: no_affinity)
+    assert host.pin_for_gpu("auto", 0).note == "not pinned: NVML gives no CPU affinity for GPU 0"
+    assert host.last_pin() is not None and not host.last_pin().pinned
+    monkeypatch.setattr(host, "nearest_cpus", lambda index: ({0, 1, 2, 3}, "the GPU's NUMA node"))
+    monkeypatch.setenv(host.THREADS_VAR, "8")  # Snakemake gave the job more threads than the GPU's CPUs
+    assert host.pin_for_gpu("auto", 0).note == (
+        "not pinned: the 4 CPU(s) nearest GPU 0 (0-3, the GPU's NUMA node) are fewer than the job's 8 threads"
+    )
+    assert pinned_to == []
+    monkeypatch.setenv(host.THREADS_VAR, "1")
+    done = host.pin_for_gpu("auto", 0)
+    assert pinned_to == [({0, 1, 2, 3}, 1)] and done.note == "pinned to 4 CPU(s) (the GPU's NUMA node)"
+    monkeypatch.delenv(host.THREADS_VAR)  # run by hand: torch gets every one of the GPU's CPUs
+    host.pin_for_gpu("auto", 0)
+    assert pinned_to[-1] == ({0, 1, 2, 3}, 4)
+
+
+def test_nearest_cpus_without_a_gpu_is_none_with_the_reason() -> None:
+    cpus, why = host.nearest_cpus(0)
+    if cpus is None:  # this machine: no driver or no GPU
+        assert "GPU 0" in why and host.gpu_cpu_set(0) is None
+    else:
+        assert cpus <= set(ALLOWED)
+
+
+def test_pin_refused_by_the_os_is_recorded_not_raised() -> None:
+    result = _python(
+        """
+        from gpurepro import host
+        print(host.pin({10**6}, 1).note)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("not pinned: the OS refused CPUs 1000000")
+
+
+def test_a_measurement_sidecar_carries_the_host_cpu_section(tmp_path: Path) -> None:
+    out = tmp_path / "torch_n64.csv"
+    result = run_gpurepro("sgemm", "64", "2", "cpu", *FAST, "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "host: not pinned: the job measures on the CPU" in result.stderr
+    record = json.loads(out.with_name("torch_n64.provenance.json").read_text())
+    section = record["host_cpu"]
+    assert section["cpu_model"] and section["logical_cpus"] == os.cpu_count()
+    assert host.parse_cpus(section["affinity"]) == set(ALLOWED) and section["frequency_governor"]
+    assert section["torch_threads"] >= 1
+    assert section["pinning"]["pinned"] is False
+    assert section["pinning"]["note"].startswith("not pinned: the job measures on the CPU")
+    off = tmp_path / "off.csv"
+    result = run_gpurepro("sgemm", "64", "2", "cpu", *FAST, "--pin", "off", "--out", str(off))
+    assert result.returncode == 0, result.stderr[-2000:]
+    pinning = json.loads(off.with_name("off.provenance.json").read_text())["host_cpu"]["pinning"]
+    assert pinning["note"] == "not pinned: host.pin is off"
+
+
+def test_every_measuring_job_is_given_the_pin_setting() -> None:
+    planned = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "quick=true", cwd=ROOT)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    commands = [line for line in planned.stdout.splitlines() if "--idle-temperature-dir" in line]
+    assert commands and all("--pin auto" in line for line in commands)
+    off = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "host={pin: off}", cwd=ROOT)
+    assert off.returncode == 0, off.stderr[-2000:]
+    assert "--pin off" in off.stdout and "--pin auto" not in off.stdout
+
+
+def test_a_bad_pin_setting_fails_before_any_job_naming_the_key() -> None:
+    result = run_snakemake("-n", "--cores", "1", "--config", "host={pin: sometimes}", cwd=ROOT)
+    assert result.returncode != 0
+    assert "key host.pin: 'sometimes' is not one of ['auto', 'off', False]" in result.stdout + result.stderr
