@@ -14,9 +14,12 @@ positive the interval is taken on their logarithms: the interval of the geometri
 the geometric SD (GSD) this project reports for between-process noise. Where a value can be 0 or
 negative (a power above idle, a difference), it is taken on the values themselves.
 
-Paired by round: where two points ran in the same rounds (round r of every point of a sweep runs before
-round r+1 of any, workflow/rules/common.smk), a ratio or difference between them is taken per round and
-its interval is over the rounds, so a drift of the host that moved both points in one round cancels.
+Paired by round: where two points ran in at least PAIRED_MIN_ROUNDS of the same rounds (round r of every
+point of a sweep runs before round r+1 of any, gpurepro/rounds.py), a ratio or difference between them is
+taken per round and its interval is over the rounds, so a drift of the host that moved both points in one
+round cancels. With two common rounds a paired interval has one degree of freedom (t = 12.7): a fused
+array at 132k samples/s in both its processes over a serial model at 8.3k and 13.7k gave [0.88, 190]; the
+two points' processes are then taken as independent groups instead (Welch), which uses every process.
 
 With one process a side no interval can be had from the data; `known_spread_ratio_interval` takes the
 between-process spread the project measured for that kind of figure (config/between_process.yaml).
@@ -36,6 +39,8 @@ T_INTERVAL = "t-interval across processes"
 T_INTERVAL_LOG = "t-interval across processes (log scale)"
 PAIRED = "paired by round"
 ONE_A_SIDE = "one process a side: no interval across processes"
+# Fewest rounds two points must share for their ratio or difference to be paired by round.
+PAIRED_MIN_ROUNDS = 3
 
 
 def _clean(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -92,11 +97,11 @@ def _paired(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[np.ndarray,
 def ratio_interval(
     numerator: Mapping[int, float], denominator: Mapping[int, float], confidence: float = CONFIDENCE
 ) -> Interval:
-    """numerator / denominator of two points' figures by round: paired where at least two rounds measured
-    both (the interval of the geometric mean of the per-round ratios), else the ratio of the medians with
-    a Welch interval of the two points' log means (each side's processes independent)."""
+    """numerator / denominator of two points' figures by round: paired where at least PAIRED_MIN_ROUNDS
+    rounds measured both (the interval of the geometric mean of the per-round ratios), else the ratio of
+    the medians with a Welch interval of the two points' log means (each side's processes independent)."""
     top, bottom = _paired(numerator, denominator)
-    if len(top) >= 2 and positive(top) and positive(bottom):
+    if len(top) >= PAIRED_MIN_ROUNDS and positive(top) and positive(bottom):
         ratios = top / bottom
         low, high = _t_bounds(np.log(ratios), confidence)
         return Interval(
@@ -125,10 +130,11 @@ def unpaired_ratio_interval(
 def difference_interval(
     minuend: Mapping[int, float], subtrahend: Mapping[int, float], confidence: float = CONFIDENCE
 ) -> Interval:
-    """minuend - subtrahend of two points' figures by round: paired where at least two rounds measured
-    both, else the difference of the medians with a Welch interval of the difference of the means."""
+    """minuend - subtrahend of two points' figures by round: paired where at least PAIRED_MIN_ROUNDS
+    rounds measured both, else the difference of the medians with a Welch interval of the difference of
+    the means."""
     first, second = _paired(minuend, subtrahend)
-    if len(first) >= 2:
+    if len(first) >= PAIRED_MIN_ROUNDS:
         differences = first - second
         low, high = _t_bounds(differences, confidence)
         return Interval(float(np.median(differences)), low, high, confidence, f"{T_INTERVAL}, {PAIRED}")

@@ -216,13 +216,16 @@ def _one_process_reps(context: Context, a: Row, b: Row, out: Row) -> tuple[np.nd
 def _ratio_grade(context: Context, a: Side, b: Side, ratio: float, kind: str, out: Row) -> Grade:
     """B/A graded by its interval across processes, else the measured spread, else the floor."""
     sides = _sides(a, b)
+    measured = spread.find(context.spreads, context.study, context.pace)
     if a.processes >= 2 and b.processes >= 2:
         if process_stats.positive(a.values) and process_stats.positive(b.values):
             interval = process_stats.unpaired_ratio_interval(b.values, a.values)
+            basis = f"{sides}: {WELCH}"
+            if measured is not None:
+                interval, basis = _at_least_measured(interval, a, b, measured, basis)
             out.update(ci_low=interval.low, ci_high=interval.high)
-            return grade(ratio, interval, kind, f"{sides}: {WELCH}")
+            return grade(ratio, interval, kind, basis)
         return _difference_grade(a, b, kind, _unpaired_difference(a.values, b.values), sides, out)
-    measured = spread.find(context.spreads, context.study, context.pace)
     interval = None
     if measured is None:
         known = any(study == context.study for study, _ in context.spreads)
@@ -244,6 +247,20 @@ def _ratio_grade(context: Context, a: Side, b: Side, ratio: float, kind: str, ou
             veto = f"{graded.basis}; within one process's noise: reps' {interval_text(over_reps)}"
             return Grade(SAME, graded.change_pct, False, veto, "")
     return graded
+
+
+def _at_least_measured(
+    interval: Interval, a: Side, b: Side, measured: spread.Spread, basis: str
+) -> tuple[Interval, str]:
+    """The Welch interval, widened where it is narrower than the measured between-process spread allows
+    for these process counts. A few processes that happen to agree (three fast ones of a host whose
+    processes fall into a fast and a slow cluster) give a tight t-interval that the next run's processes
+    need not respect; the spread measured over many processes is the floor of what a rerun can show."""
+    floor = process_stats.known_spread_ratio_interval(b.values, a.values, math.log(measured.gsd))
+    if not (interval.known and floor.known) or (floor.low >= interval.low and floor.high <= interval.high):
+        return interval, basis
+    widened = replace(interval, low=min(interval.low, floor.low), high=max(interval.high, floor.high))
+    return widened, f"{basis}, widened to the {measured.describe()}"
 
 
 def _difference_grade(a: Side, b: Side, kind: str, interval: Interval, sides: str, out: Row) -> Grade:
