@@ -153,7 +153,7 @@ def test_one_panel_per_metric_models_side_by_side_mode_as_hue() -> None:
     for title, ax in panels.items():
         assert [t.get_text() for t in ax.get_xticklabels()] == ["deit-t", "deit-s", "deit-b"], title
         assert ax.get_xlabel() == "model"
-    assert panels[LATENCY].get_ylabel() == "ms per inference (median of a run's blocks)"
+    assert panels[LATENCY].get_ylabel() == "ms per inference (median of a process's blocks)"
     assert panels[POWER].get_ylabel() == "W above active idle"
     eager, graph = _points(panels[LATENCY])["o"], _points(panels[LATENCY])["s"]  # eager first, then cudagraph
     assert eager[1] == pytest.approx([4.6, 5.1, 8.95])  # medians over three runs

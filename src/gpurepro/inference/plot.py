@@ -45,7 +45,7 @@ class Panel:
 # inference`. Power and energy are above *active* idle (the GPU awake with its CUDA context, just before
 # the energy window), as the verdict reads them, not above the idle drawn before any CUDA context.
 PANELS = (
-    Panel("latency", "latency", "median", "ms per inference (median of a run's blocks)"),
+    Panel("latency", "latency", "median", "ms per inference (median of a process's blocks)"),
     Panel("power above active idle", "power_above_active_idle", "mean", "W above active idle"),
     Panel(
         "energy per inference above active idle",
@@ -274,7 +274,7 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
         notes.append(f"{gpus} published figures ({points}): no point measured here to mark them by")
     span = f"{runs[0]}-{runs[-1]}" if len(runs) > 1 else str(runs[0])
     fig.legend(
-        handles=handles, title=f"mode (median of {span} run{'s' if runs[-1] > 1 else ''})",
+        handles=handles, title=f"mode (median of {span} process{'es' if runs[-1] > 1 else ''})",
         loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
     )  # fmt: skip
     return finish(fig, title, notes)
