@@ -135,11 +135,12 @@ def timelimit(minutes: object) -> str:
 
 def table_shape(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
     """A table's columns and its rows' text columns (what was measured, not the numbers). The HFTA
-    summary's at_best_b rows are left out: which B the fused array peaks at is itself measured (on a CPU
-    B=1 and B=2 trade places from run to run), and a baseline has such a row only where it ran at that B."""
+    summary's at_best_b rows (and their intervals' ends) are left out: which B the fused array peaks at is
+    itself measured (on a CPU B=1 and B=2 trade places from run to run), and a baseline has such rows only
+    where it ran at that B."""
     table = pd.read_csv(path)
     if path.name == "hfta_speedup.csv":
-        table = table[table["statistic"] != "at_best_b"]
+        table = table[~table["statistic"].astype(str).str.startswith("at_best_b")]
     text = [column for column in table.columns if table[column].dtype == object]
     return list(table.columns), sorted(table[text].astype(str).itertuples(index=False, name=None))
 
