@@ -17,17 +17,10 @@ from ..datasets import specs
 from ..datasets.download import parse_checksum
 from ..datasets.workers import resolve_workers
 from ..errors import GpureproError
-from .options import add_config_hash_option, positive_int
+from .options import add_config_hash_option, positive_float, positive_int
 
 # torch, torchvision and the extraction code load inside each command: `gpurepro --help` and the
 # other subcommands should not wait for them.
-
-
-def _positive_float(value: str) -> float:
-    number = float(value)
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
-    return number
 
 
 def _workers(value: str) -> int | str:
@@ -126,7 +119,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--batch-size", required=True, type=positive_int, help="the device profile's batch size"
     )
     bench.add_argument("--workers", type=_workers, default="auto", help="'auto' or a number (default auto)")
-    bench.add_argument("--seconds", type=_positive_float, default=10.0, help="measuring window (default 10)")
+    bench.add_argument("--seconds", type=positive_float, default=10.0, help="measuring window (default 10)")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--out", type=Path, help="per-batch CSV (never overwritten); default: stdout")
     bench.add_argument("--profile", default="none", help="device profile the result is filed under")

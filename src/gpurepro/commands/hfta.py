@@ -29,15 +29,14 @@ from ..hfta_study.mps import MpsUnavailable, control_binary
 from ..hfta_study.point import Point, workload
 from ..hfta_study.training import TrainSettings
 from ..measure_job import record_failure, resolve_target, run_job
-from .infer import default_gpu
-from .options import add_measurement_options, gpu_or_cpu, non_negative_float, non_negative_int, positive_int
-
-
-def _non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return number
+from .options import (
+    add_measurement_options,
+    default_gpu,
+    gpu_or_cpu,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=128, help="samples per model per step")
     parser.add_argument("--steps", type=positive_int, default=50, help="timed steps per model (default 50)")
     parser.add_argument(
-        "--warmup", type=_non_negative_int, default=10, help="untimed steps first (default 10)"
+        "--warmup", type=non_negative_int, default=10, help="untimed steps first (default 10)"
     )
     parser.add_argument(
         "--image-size", type=positive_int, default=64, help="resnet18 image side (default 64)"

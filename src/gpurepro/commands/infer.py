@@ -11,12 +11,11 @@ from typing import Any
 
 import torch
 
-from .. import nvml
 from ..errors import GpureproError
 from ..inference.models import BERT_MAX_SEQ_LEN, BERT_MODELS, VIT_MODELS, BuiltModel, build_bert, build_vit
 from ..inference.modes import MODES, PRECISIONS, PointFailed, cast_protocol
 from ..measure_job import Target, record_failure, resolve_target, run_job
-from .options import add_measurement_options, gpu_or_cpu, positive_int
+from .options import add_measurement_options, default_gpu, gpu_or_cpu, positive_int
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -73,11 +72,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     _common_options(bert)
     parser.set_defaults(func=run)
-
-
-def default_gpu() -> int | str:
-    available, _ = nvml.available()
-    return 0 if available else "cpu"
 
 
 def pick_precision(requested: str | None, target: Target) -> str:

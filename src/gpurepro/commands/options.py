@@ -6,9 +6,16 @@ import argparse
 import os
 from pathlib import Path
 
+from .. import nvml
 from ..harness import TelemetrySettings
 from ..host import PIN_MODES
 from ..telemetry import SAMPLERS
+
+
+def default_gpu() -> int | str:
+    """GPU 0 where NVML finds one, else the CPU: what a measuring command runs on when not told."""
+    available, _ = nvml.available()
+    return 0 if available else "cpu"
 
 
 def gpu_or_cpu(value: str) -> int | str:
@@ -35,6 +42,13 @@ def non_negative_int(value: str) -> int:
     number = int(value)
     if number < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return number
+
+
+def positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
     return number
 
 

@@ -26,8 +26,8 @@ from ..datasets.workers import resolve_workers
 from ..errors import GpureproError
 from ..measure_job import Target, record_failure, resolve_target
 from ..results import ensure_absent
-from .infer import default_gpu, pick_precision
-from .options import add_config_hash_option, positive_int
+from .infer import pick_precision
+from .options import add_config_hash_option, default_gpu, positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..training.rank import TrainJob
@@ -48,13 +48,6 @@ def gpu_list(value: str) -> list[int] | str:
     if any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
         raise argparse.ArgumentTypeError(f"'{value}': GPU indices must be 0 or more, each listed once")
     return gpus
-
-
-def _positive_float(value: str) -> float:
-    number = float(value)
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
-    return number
 
 
 def _workers(value: str) -> int:
@@ -92,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--iterations", type=positive_int, help="timed iterations (profile default)")
-    length.add_argument("--duration", type=_positive_float, help="timed seconds instead of iterations")
+    length.add_argument("--duration", type=positive_float, help="timed seconds instead of iterations")
     length.add_argument(
         "--until-stopped", action="store_true", help="train until SIGTERM or Ctrl-C (the noise workload)"
     )
