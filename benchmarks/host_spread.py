@@ -23,15 +23,19 @@ SD over processes; `--out` keeps the rows as CSV.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from gpurepro.process_stats import geometric_sd
 
 POINTS = (("deit-t", 0), ("bert-b", 128))  # (model, sequence length: 0 for DeiT)
 CONDITIONS = ("unpinned", "pinned")
@@ -56,14 +60,10 @@ def _busy(before: dict, after: dict, cpus: set[int]) -> float:
 
 
 def _siblings(cpu: int) -> set[int]:
+    from gpurepro.host import parse_cpus
+
     path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
-    if not path.is_file():
-        return set()
-    cpus: set[int] = set()
-    for part in path.read_text().strip().split(","):
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
-    return cpus - {cpu}
+    return parse_cpus(path.read_text()) - {cpu} if path.is_file() else set()
 
 
 def _clock_mhz(cpu: int) -> float:
@@ -116,7 +116,7 @@ def worker(condition: str, gpu: int, min_run_time: float) -> dict[str, Any]:
     from gpurepro.inference.models import build_bert, build_vit
     from gpurepro.inference.modes import build_runner
 
-    row: dict[str, Any] = {"condition": condition, "pid": os.getpid()}
+    row: dict[str, Any] = {"condition": condition, "pid": os.getpid(), "pin": ""}
     if condition == "pinned":
         cpus = host.gpu_cpu_set(gpu)
         result = host.pin(cpus, len(cpus)) if cpus else None
@@ -154,18 +154,14 @@ def worker(condition: str, gpu: int, min_run_time: float) -> dict[str, Any]:
     return row
 
 
-def _gsd(values: list[float]) -> float:
-    logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
-    if len(logs) < 2:
-        return math.nan
-    mean = sum(logs) / len(logs)
-    return math.exp(math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)))
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+def _append_row(path: Path, row: dict[str, Any]) -> None:
+    """One process's row at the end of the CSV (its header first, in a new file)."""
+    new = not path.exists()
+    with path.open("a", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
 
 
 def main() -> None:
@@ -180,6 +176,8 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args.worker, args.gpu, args.min_run_time)))
         return
+    if args.out and args.out.exists():
+        parser.error(f"--out {args.out} exists: name a new file (measured rows are never overwritten)")
     conditions = args.conditions.split(",")
     rows = []
     for index in range(args.processes):
@@ -192,6 +190,8 @@ def main() -> None:
                 continue
             row = json.loads(done.stdout.strip().splitlines()[-1])
             rows.append(row)
+            if args.out:  # kept as each process ends, so a run stopped early keeps what it measured
+                _append_row(args.out, row)
             print(
                 f"{index} {condition:8s} "
                 + " ".join(
@@ -210,13 +210,10 @@ def main() -> None:
             values = [r[f"{model}_ms"] for r in rows if r["condition"] == condition]
             if values:
                 print(
-                    f"{model} {condition}: {len(values)} processes, median {_median(values):.3f} ms, "
-                    f"range {min(values):.3f}-{max(values):.3f} ms, geometric SD {_gsd(values):.3f}"
+                    f"{model} {condition}: {len(values)} processes, median "
+                    f"{statistics.median(values):.3f} ms, range {min(values):.3f}-{max(values):.3f} ms, "
+                    f"geometric SD {geometric_sd(values):.3f}"
                 )
-    if args.out:
-        import pandas as pd
-
-        pd.DataFrame(rows).to_csv(args.out, index=False)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from .stats import CONFIDENCE, Interval
+from .stats import CONFIDENCE, Interval, finite_values
 
 T_INTERVAL = "t-interval across processes"
 T_INTERVAL_LOG = "t-interval across processes (log scale)"
@@ -41,11 +41,6 @@ PAIRED = "paired by round"
 ONE_A_SIDE = "one process a side: no interval across processes"
 # Fewest rounds two points must share for their ratio or difference to be paired by round.
 PAIRED_MIN_ROUNDS = 3
-
-
-def _clean(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
-    return array[np.isfinite(array)]
 
 
 def _t_bounds(values: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -59,14 +54,14 @@ def _t_bounds(values: np.ndarray, confidence: float) -> tuple[float, float]:
 
 def positive(values: Sequence[float] | np.ndarray) -> bool:
     """Whether every value is above 0 (so the interval is taken on the log scale)."""
-    array = _clean(values)
+    array = finite_values(values)
     return len(array) > 0 and bool((array > 0).all())
 
 
 def across_processes(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> Interval:
     """The median of one figure over its processes, with the t-interval of their (geometric, where all
     are positive) mean; no interval from fewer than two processes."""
-    array = _clean(values)
+    array = finite_values(values)
     if len(array) == 0:
         return Interval(math.nan, math.nan, math.nan, confidence, "no process measured it")
     median = float(np.median(array))
@@ -82,7 +77,7 @@ def across_processes(values: Sequence[float] | np.ndarray, confidence: float = C
 def geometric_sd(values: Sequence[float] | np.ndarray) -> float:
     """exp of the standard deviation (ddof 1) of the logs: the factor by which one process's figure
     typically lies from the geometric mean (1.0: no spread). NaN for fewer than two positive values."""
-    array = _clean(values)
+    array = finite_values(values)
     if len(array) < 2 or not positive(array):
         return math.nan
     return math.exp(float(np.std(np.log(array), ddof=1)))
@@ -117,7 +112,7 @@ def unpaired_ratio_interval(
 ) -> Interval:
     """median(numerator) / median(denominator) of two groups of independent processes, with the Welch
     t-interval of the difference of their log means (no interval where a side has fewer than two)."""
-    top, bottom = _clean(numerator), _clean(denominator)
+    top, bottom = finite_values(numerator), finite_values(denominator)
     if len(top) == 0 or len(bottom) == 0 or not (positive(top) and positive(bottom)):
         return Interval(math.nan, math.nan, math.nan, confidence, "no positive processes on a side")
     value = float(np.median(top) / np.median(bottom))
@@ -138,7 +133,17 @@ def difference_interval(
         differences = first - second
         low, high = _t_bounds(differences, confidence)
         return Interval(float(np.median(differences)), low, high, confidence, f"{T_INTERVAL}, {PAIRED}")
-    a, b = _clean(list(minuend.values())), _clean(list(subtrahend.values()))
+    return unpaired_difference_interval(list(minuend.values()), list(subtrahend.values()), confidence)
+
+
+def unpaired_difference_interval(
+    minuend: Sequence[float] | np.ndarray,
+    subtrahend: Sequence[float] | np.ndarray,
+    confidence: float = CONFIDENCE,
+) -> Interval:
+    """median(minuend) - median(subtrahend) of two groups of independent processes, with the Welch
+    t-interval of the difference of their means (no interval where a side has fewer than two)."""
+    a, b = finite_values(minuend), finite_values(subtrahend)
     if len(a) == 0 or len(b) == 0:
         return Interval(math.nan, math.nan, math.nan, confidence, "no process on a side")
     value = float(np.median(a) - np.median(b))
@@ -169,7 +174,7 @@ def known_spread_ratio_interval(
     each side's log mean is taken to scatter between processes by `log_sd` (the log of the geometric SD
     the project measured for this kind of figure over many processes), so the log ratio's interval is
     +- z * log_sd * sqrt(1/n_a + 1/n_b)."""
-    top, bottom = _clean(numerator), _clean(denominator)
+    top, bottom = finite_values(numerator), finite_values(denominator)
     if len(top) == 0 or len(bottom) == 0 or not (positive(top) and positive(bottom)):
         return Interval(math.nan, math.nan, math.nan, confidence, "no positive processes on a side")
     centre = float(np.mean(np.log(top)) - np.mean(np.log(bottom)))

@@ -194,15 +194,6 @@ def _sides(a: Side, b: Side) -> str:
     return f"{a.processes} v {b.processes} processes"
 
 
-def _unpaired_difference(a: np.ndarray, b: np.ndarray) -> Interval:
-    """mean(b) - mean(a) of two independent groups of processes, Welch's t (process_stats'
-    difference_interval pairs by round where both name the same rounds; two runs' rounds are not the
-    same rounds, so A's are given keys of their own)."""
-    return process_stats.difference_interval(
-        {i: float(v) for i, v in enumerate(b)}, {-1 - i: float(v) for i, v in enumerate(a)}
-    )
-
-
 def _one_process_reps(context: Context, a: Row, b: Row, out: Row) -> tuple[np.ndarray, np.ndarray] | None:
     """Both sides' raw reps where each side is one process that kept them (None elsewhere); `out` gets
     their counts."""
@@ -225,7 +216,8 @@ def _ratio_grade(context: Context, a: Side, b: Side, ratio: float, kind: str, ou
                 interval, basis = _at_least_measured(interval, a, b, measured, basis)
             out.update(ci_low=interval.low, ci_high=interval.high)
             return grade(ratio, interval, kind, basis)
-        return _difference_grade(a, b, kind, _unpaired_difference(a.values, b.values), sides, out)
+        difference = process_stats.unpaired_difference_interval(b.values, a.values)
+        return _difference_grade(a, b, kind, difference, sides, out)
     interval = None
     if measured is None:
         known = any(study == context.study for study, _ in context.spreads)
@@ -305,7 +297,7 @@ def _dispersion_grade(context: Context, a: Side, b: Side, out: Row) -> Grade:
     out.update(difference=b.value - a.value)
     interval, basis = None, f"{sides}: {NOT_GRADED_DISPERSION}"
     if a.processes >= 2 and b.processes >= 2:
-        interval = _unpaired_difference(a.values, b.values)
+        interval = process_stats.unpaired_difference_interval(b.values, a.values)
         basis = f"{sides}: {WELCH} of B - A"
     elif (first := _side_interval(a, context.a_bounds, row)) and (
         second := _side_interval(b, context.b_bounds, b.first)
