@@ -77,18 +77,39 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
         "inference/raw/bert/bert-b_s384_b1_fp16_eager_run3.csv",
         "inference/raw/bert/bert-l_s320_b1_fp16_eager_run3.csv",
         f"hfta/raw/resnet18/stock/hfta_fp16_b{best_b}_run2.csv",
-        "hfta/raw/resnet18/stock/hfta_fp16_b8_run3.csv",
         "hfta/raw/resnet18/stock/serial_fp16_b1_run3.csv",
         "reference/raw/rates.csv",
         "ddp/raw/resnet50_synthetic-224px_fp16_b256_1gpu.csv",
     ):
         assert f"results/h100/{path}" in planned, path
-    assert re.search(r"gpurepro sgemm 25536 \d+ 0 .*--out results/h100/variability/raw/", planned)
+    # every HFTA claim reads the fused array's best B: the host-paced B=8 points are left out
+    assert "hfta_fp16_b8_" not in planned and "mps_fp16_b8_" not in planned
+    # one GPU, one run: the variability study reads the SGEMM study's N=25536 points, which are its
+    # points to the letter, instead of measuring them again
+    assert not re.search(r"gpurepro sgemm .*--out results/h100/variability/raw/", planned)
+    variability_inputs = re.search(r"rule variability:\n\s+input: (.*)\n", planned)[1].split(", ")
+    assert variability_inputs and all(
+        re.fullmatch(r"results/h100/sgemm/raw/\w+_n25536\.csv", p) for p in variability_inputs
+    )
     assert "bert-l_s128" not in planned and "_2gpu.csv" not in planned
     # host-paced points run in three processes, GPU-bound ones in two (the profile's quick repeats)
     assert "deit-b_b1_fp16_cudagraph_run3" not in planned and f"hfta_fp16_b{best_b}_run3" not in planned
     # serial's rate is one model's at any B: measured at the smaller B only; the claims judge stock steps
     assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
+
+
+def test_with_two_gpus_the_variability_study_measures_each_gpu_itself() -> None:
+    """The SGEMM study runs on one GPU only: with two selected, every GPU's variability runs are the
+    variability study's own, measured side by side."""
+    result = run_snakemake(
+        "-n", "--cores", "4", "--config", "device=h100", "quick=true", "gpus=[0,1]", cwd=ROOT
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    planned = result.stdout + result.stderr
+    for gpu in (0, 1):
+        assert re.search(
+            rf"gpurepro sgemm 25536 \d+ .*--out results/h100/variability/raw/\w+_gpu{gpu}_run1", planned
+        )
 
 
 def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point() -> None:

@@ -28,13 +28,37 @@ VARIABILITY_RESOURCES = (
 VARIABILITY_RAW = f"{RESULTS}/variability/raw/{{backend}}_gpu{{gpu}}_run{{run}}" + (
     "" if VARIABILITY_NOISE == "none" else f"_noise-{VARIABILITY_NOISE}"
 )
+# With one GPU selected and no noise, run 1 of a variability point repeats the SGEMM study's point of the
+# same backend, N, reps and warm-up on the same GPU to the letter (a quick run on one GPU: N=25536, 10
+# reps). It is read from the SGEMM study's raw files instead of being measured twice (a minute of a
+# quick run); with two or more GPUs each GPU's runs are the study's own.
+VARIABILITY_SHARES_SGEMM = (
+    VARIABILITY_NOISE == "none"
+    and not CLUSTER
+    and len(GPUS) == 1
+    and VARIABILITY["n"] in SGEMM["sizes"]
+    and VARIABILITY["reps"] == SGEMM["reps"]
+)
+
+
+def variability_raw(backend, gpu, run):
+    """The raw table of one variability point: the SGEMM study's where that point measured it (above)."""
+    if VARIABILITY_SHARES_SGEMM and int(run) == 1 and backend in SGEMM_BACKENDS:
+        return rules.sgemm_run.output.table.format(backend=backend, n=VARIABILITY["n"])
+    return f"{VARIABILITY_RAW}.csv".format(backend=backend, gpu=gpu, run=run)
+
+
+def previous_variability_run(wildcards):
+    """Run r of a GPU waits for its run r-1 (common.smk's previous_run), wherever that run's file is."""
+    run = int(wildcards.run)
+    return [] if run == 1 else variability_raw(wildcards.backend, wildcards.gpu, run - 1)
 
 
 rule variability_run:
     input:
         **container_input(),
         binary=kernel_binary,
-        previous=previous_run(f"{VARIABILITY_RAW}.csv"),
+        previous=previous_variability_run,
         # the noise workload's images (none for synthetic data)
         data=DATASET_INPUT if VARIABILITY_NOISE != "none" else [],
     output:
@@ -71,12 +95,12 @@ rule variability_run:
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 
-VARIABILITY_TABLES = expand(
-    rules.variability_run.output.table,
-    backend=VARIABILITY_BACKENDS,
-    gpu=GPUS or ["cpu"],
-    run=range(1, VARIABILITY["runs"] + 1),
-)
+VARIABILITY_TABLES = [
+    variability_raw(backend, gpu, run)
+    for backend in VARIABILITY_BACKENDS
+    for gpu in GPUS or ["cpu"]
+    for run in range(1, VARIABILITY["runs"] + 1)
+]
 
 
 rule variability:
