@@ -40,12 +40,24 @@ def test_the_geometric_sd_of_two_clusters() -> None:
 def test_a_ratio_paired_by_round_cancels_a_drift_both_points_share() -> None:
     """Both points slow down together from round to round: the paired ratio is resolved, the unpaired
     one (the same values, rounds ignored) is not."""
-    fused = {1: 100.0, 2: 150.0, 3: 200.0}
-    baseline = {1: 50.0, 2: 76.0, 3: 99.0}
+    fused = {1: 100.0, 2: 150.0, 3: 200.0, 4: 250.0, 5: 300.0}
+    baseline = {1: 50.0, 2: 76.0, 3: 99.0, 4: 126.0, 5: 149.0}
     paired = process_stats.ratio_interval(fused, baseline)
     assert "paired by round" in paired.method and paired.excludes(1.0)
+    assert paired.high - paired.low < 0.05
     unpaired = process_stats.unpaired_ratio_interval(list(fused.values()), list(baseline.values()))
     assert unpaired.known and not unpaired.excludes(2.0) and unpaired.high - unpaired.low > 1
+
+
+def test_three_common_rounds_are_taken_as_independent_processes() -> None:
+    """Three rounds paired leave two degrees of freedom: the two points' processes are compared as
+    independent groups (Welch) instead, which resolves a difference every process shows."""
+    deit_b, deit_t = {1: 16.8, 2: 32.0, 3: 27.8}, {1: 8.7, 2: 5.5, 3: 4.8}
+    between = process_stats.difference_interval(deit_b, deit_t)
+    assert "Welch" in between.method and between.low > 0
+    paired = np.array(list(deit_b.values())) - np.array(list(deit_t.values()))
+    half = stats.t.ppf(0.975, len(paired) - 1) * paired.std(ddof=1) / math.sqrt(len(paired))
+    assert paired.mean() - half < 0  # what pairing the three rounds would read
 
 
 def test_with_one_process_a_side_the_measured_spread_sets_the_interval() -> None:
@@ -93,7 +105,7 @@ def _hfta_rows(mode: str, b: int, run: int, throughput: float) -> dict:
 
 def test_hfta_speedups_carry_intervals_paired_by_run() -> None:
     rows = []
-    for run, scale in ((1, 1.0), (2, 1.3), (3, 0.8)):
+    for run, scale in ((1, 1.0), (2, 1.3), (3, 0.8), (4, 1.1), (5, 0.9)):
         rows += [_hfta_rows("serial", 1, run, 10_000 * scale), _hfta_rows("mps", 8, run, 80_000 * scale)]
         rows += [_hfta_rows("hfta", 8, run, 120_000 * scale)]
     summary = speedups(pd.DataFrame(rows))

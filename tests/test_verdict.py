@@ -16,12 +16,14 @@ import pytest
 import yaml
 from docutils.core import publish_parts
 
+from gpurepro import process_table
 from gpurepro.errors import GpureproError
 from gpurepro.verdict import render, summary
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import (
     DIRECTION_FAILS,
     DIRECTION_OUTSIDE,
+    DIRECTION_UNRESOLVED,
     DIRECTION_UNTESTED,
     DIRECTION_WITHIN,
     HELD,
@@ -628,6 +630,46 @@ def test_made_tables_of_an_h100_give_each_reading_a_reviewer_can_sign() -> None:
     assert papers["Lightening-Transformer GPU baseline (Zhu et al., HPCA'24)"] == (
         "too few claims testable here (2 of 12 claims testable here)"
     )
+
+
+def _processes_of(power: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
+    """An H100 quick run's DeiT tables with each model's power above active idle in its processes (one
+    row set per run), and the across-process table process_table.py makes of them."""
+    rows = [
+        {"gpu_name": H100, "gpu_uuid": "GPU-0", "model": model, "batch_size": 1, "precision": "fp16",
+         "mode": "eager", "run": run, "status": "ok", "reason": "", "metric": "power_above_active_idle",
+         "statistic": "mean", "value": watts, "unit": "W"}
+        for model, processes in power.items()
+        for run, watts in enumerate(processes, start=1)
+    ]  # fmt: skip
+    deit = pd.DataFrame(rows)
+    keys = ["gpu_name", "gpu_uuid", "model", "batch_size", "precision", "mode"]
+    return {"inference_deit": deit, "inference_deit_processes": process_table.summarise(deit, keys)}
+
+
+def test_a_difference_and_an_order_are_read_over_the_processes_themselves() -> None:
+    """DeiT's power above active idle in three processes each, as an H100 measured it: every DeiT-B
+    process drew more than every DeiT-T one, so the difference's interval over the processes (Welch)
+    resolves the direction where the widest interval the two points' own intervals allow did not; the
+    order's second step (DeiT-S to DeiT-B) stays unresolved, and a reversed step does not hold."""
+    hardware = load_hardware(ROOT / "config" / "hardware")
+    claims = load_claims([ROOT / "config" / "expected"], SCHEMA, hardware)
+    measured = {
+        "deit-t": [8.74, 5.46, 4.84],
+        "deit-s": [13.60, 13.05, 12.96],
+        "deit-b": [16.84, 32.02, 27.79],
+    }
+    outcomes = {o.claim.id: o for o in evaluate(claims, _processes_of(measured), hardware)}
+    difference = outcomes["deit-b-minus-deit-t-power"]
+    assert difference.result == DIRECTION_UNRESOLVED, difference.detail
+    low, high = (float(x) for x in difference.detail.split("95% interval [")[1].split("]")[0].split(", "))
+    assert 0 < low < 13 and high > 25  # Welch over 3 and 3 processes: [1.3, 37.1] W
+    order = outcomes["deit-power-order"]
+    assert order.result == NOT_RESOLVED
+    assert "(includes 0)" in order.detail and order.detail.count("difference [") == 2
+    measured["deit-s"] = [60.0, 62.0, 61.0]  # DeiT-S far above DeiT-B in every process
+    reversed_order = {o.claim.id: o for o in evaluate(claims, _processes_of(measured), hardware)}
+    assert reversed_order["deit-power-order"].result == ORDER_FAILS
 
 
 def test_on_the_papers_gpu_the_artifacts_watts_are_judged_exactly() -> None:

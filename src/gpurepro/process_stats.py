@@ -17,9 +17,14 @@ negative (a power above idle, a difference), it is taken on the values themselve
 Paired by round: where two points ran in at least PAIRED_MIN_ROUNDS of the same rounds (round r of every
 point of a sweep runs before round r+1 of any, gpurepro/rounds.py), a ratio or difference between them is
 taken per round and its interval is over the rounds, so a drift of the host that moved both points in one
-round cancels. With two common rounds a paired interval has one degree of freedom (t = 12.7): a fused
-array at 132k samples/s in both its processes over a serial model at 8.3k and 13.7k gave [0.88, 190]; the
-two points' processes are then taken as independent groups instead (Welch), which uses every process.
+round cancels. With fewer common rounds the two points' processes are taken as independent groups
+(Welch), which uses every process: pairing n rounds leaves n - 1 degrees of freedom, and it pays for them
+only where a round moves both points together. With two rounds (t = 12.7) a fused array at 132k samples/s
+in both its processes over a serial model at 8.3k and 13.7k gave [0.88, 190]. With three (t = 4.30,
+against Welch's 2.78 at four degrees of freedom) DeiT-B's power above active idle less DeiT-T's on an
+H100 read [-5.1, 43.5] W paired and [1.3, 37.1] W as Welch, where every one of DeiT-B's three processes
+drew more than every one of DeiT-T's: the host's pace is each process's own (docs/host.md), so a round
+shares little between its points. Full runs' five host-paced rounds are paired.
 
 With one process a side no interval can be had from the data; `known_spread_ratio_interval` takes the
 between-process spread the project measured for that kind of figure (config/between_process.yaml).
@@ -39,8 +44,8 @@ T_INTERVAL = "t-interval across processes"
 T_INTERVAL_LOG = "t-interval across processes (log scale)"
 PAIRED = "paired by round"
 ONE_A_SIDE = "one process a side: no interval across processes"
-# Fewest rounds two points must share for their ratio or difference to be paired by round.
-PAIRED_MIN_ROUNDS = 3
+# Fewest rounds two points must share for their ratio or difference to be paired by round (module doc).
+PAIRED_MIN_ROUNDS = 5
 
 
 def _t_bounds(values: np.ndarray, confidence: float) -> tuple[float, float]:

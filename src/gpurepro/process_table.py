@@ -12,6 +12,10 @@ statistic: a process's median latency, its mean power, ...) and `statistic`, the
   process), the method in `interval`;
 - `gsd`: the geometric SD over processes (the factor one process typically lies from the others).
 
+Every row of a figure names its processes' runs (`runs`) and their values in that order
+(`process_values`), so that a claim comparing two points can take the interval of their difference or
+ratio over the processes themselves (process_stats), not only from the two points' intervals.
+
 The within-process interval (over a process's reps, blocks or sub-windows) stays in the study table; the
 claims that compare points (orderings, differences) read this one.
 """
@@ -29,7 +33,11 @@ from .process_stats import across_processes, geometric_sd
 ACROSS = ("processes", "median", "min", "max", "ci_low", "ci_high", "gsd")
 # Units of the figures that are not in the metric's own unit.
 UNITS = {"processes": "processes", "gsd": "x"}
-COLUMNS = ["metric", "per_process", "statistic", "value", "unit", "interval", "runs", "reason"]
+COLUMNS = [
+    "metric", "per_process", "statistic", "value", "unit", "interval", "runs", "process_values", "reason"
+]  # fmt: skip
+# The text columns: empty, never NaN, where a row has none.
+TEXT_COLUMNS = ["interval", "runs", "process_values", "reason"]
 
 
 def _rounds(rows: pd.DataFrame) -> pd.Series:
@@ -50,8 +58,15 @@ def _figure_rows(values: pd.Series) -> list[dict[str, Any]]:
         "gsd": geometric_sd(values.to_numpy()),
     }
     runs = ",".join(str(int(r)) for r in values.index)
+    process_values = ",".join(repr(float(v)) for v in values)
     return [
-        {"statistic": name, "value": figures[name], "interval": interval.method, "runs": runs}
+        {
+            "statistic": name,
+            "value": figures[name],
+            "interval": interval.method,
+            "runs": runs,
+            "process_values": process_values,
+        }
         for name in ACROSS
     ]
 
@@ -94,6 +109,6 @@ def summarise(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     frame = pd.DataFrame(out)
     for column in COLUMNS:
         if column not in frame:
-            frame[column] = "" if column in ("interval", "runs", "reason") else math.nan
-    frame[["interval", "runs", "reason"]] = frame[["interval", "runs", "reason"]].fillna("")
+            frame[column] = "" if column in TEXT_COLUMNS else math.nan
+    frame[TEXT_COLUMNS] = frame[TEXT_COLUMNS].fillna("")
     return frame[[*keys, *COLUMNS]]

@@ -6,7 +6,11 @@ How a claim is judged depends on its kind and on the GPU:
   magnitude. A direction is read only where it is resolved: the value's interval over reps and runs
   (the claim's measure.interval) excludes the threshold; without an interval, a value within
   NEAR_THRESHOLD of the threshold is not read at all.
-- an ordering (DeiT-T < DeiT-S < DeiT-B): each step read only where the two points' intervals part.
+- an ordering (DeiT-T < DeiT-S < DeiT-B): each step read only where it is resolved: where both points
+  name their processes (an across-process table), the interval of their difference over those processes
+  (process_stats.difference_interval) excludes 0; else the two points' intervals part.
+- a difference or ratio of two points (subtract, divide_by): its interval over the two points'
+  processes where both name them, else the widest the two points' intervals allow.
 - absolute, on the paper's GPU: "within tolerance" or "outside tolerance", as published.
 - absolute, on another GPU: scaled through reference rates (scaling.py), "scaled" only when a measured
   rate entered the factor; or, where nothing makes it comparable (claim.off_paper_gpu), informational
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .. import process_stats
 from .claims import INFORMATIONAL, RELATIVE, Claim, Direction
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
 from .hardware import Gpu
@@ -277,28 +282,18 @@ class _Judge:
 
     def _order(self, claim: Claim) -> tuple[str, str, tuple[float, ...]]:
         """The result, its detail and the points' values: each point's value must exceed the one before;
-        a step counts only where the two points' intervals do not overlap."""
+        a step counts only where it is resolved (_order_step)."""
         points = [
             read(claim.measure.with_where(where), claim.study, self.tables, self.rules)
             for where in claim.order
         ]
         values = [p.values[0] for p in points]
-        intervals = [p.intervals[0] if p.intervals else (math.nan, math.nan) for p in points]
         steps, unresolved, reversed_ = [], 0, 0
-        for (low_a, high_a), (low_b, high_b), a, b in zip(
-            intervals, intervals[1:], values, values[1:], strict=False
-        ):
-            if not all(map(math.isfinite, (low_a, high_a, low_b, high_b))):
-                unresolved += 1
-                steps.append(f"{a:.4g} then {b:.4g} (no interval)")
-            elif low_b > high_a:
-                steps.append(f"[{low_a:.4g}, {high_a:.4g}] < [{low_b:.4g}, {high_b:.4g}]")
-            elif high_b < low_a:
-                reversed_ += 1
-                steps.append(f"[{low_a:.4g}, {high_a:.4g}] > [{low_b:.4g}, {high_b:.4g}] (reversed)")
-            else:
-                unresolved += 1
-                steps.append(f"[{low_a:.4g}, {high_a:.4g}] overlaps [{low_b:.4g}, {high_b:.4g}]")
+        for first, second in zip(points, points[1:], strict=False):
+            step, resolved = _order_step(first, second)
+            steps.append(step)
+            unresolved += resolved is None
+            reversed_ += resolved is False
         verdict = ORDER_FAILS if reversed_ else NOT_RESOLVED if unresolved else ORDER_HOLDS
         detail = f"{'; '.join(steps)} {claim.unit} (95% intervals) from {claim.measure.describe()}"
         return verdict, detail, tuple(values)
@@ -337,9 +332,43 @@ class _Judge:
         return f"{share:.0f}% host time: eager {eager.values[0]:.4g} {eager.unit}, CUDA graph {graphed:.4g}"
 
 
+def _order_step(first: Values, second: Values) -> tuple[str, bool | None]:
+    """One step of an ordering, in words, and whether the second point lies above the first (True),
+    below it (False) or neither is resolved (None): by the interval of their difference over their
+    processes where both name them, else by whether the two points' intervals part."""
+    a, b = first.values[0], second.values[0]
+    if first.processes and second.processes:
+        between = process_stats.difference_interval(second.processes[0], first.processes[0])
+        low, high = between.low, between.high
+        if not (math.isfinite(low) and math.isfinite(high)):
+            return f"{a:.4g} then {b:.4g} (no interval of the difference)", None
+        words = f"{a:.4g} then {b:.4g}, difference [{low:.4g}, {high:.4g}]"
+        if low > 0:
+            return words, True
+        if high < 0:
+            return f"{words} (reversed)", False
+        return f"{words} (includes 0)", None
+    (low_a, high_a), (low_b, high_b) = (
+        p.intervals[0] if p.intervals else (math.nan, math.nan) for p in (first, second)
+    )
+    if not all(map(math.isfinite, (low_a, high_a, low_b, high_b))):
+        return f"{a:.4g} then {b:.4g} (no interval)", None
+    if low_b > high_a:
+        return f"[{low_a:.4g}, {high_a:.4g}] < [{low_b:.4g}, {high_b:.4g}]", True
+    if high_b < low_a:
+        return f"[{low_a:.4g}, {high_a:.4g}] > [{low_b:.4g}, {high_b:.4g}] (reversed)", False
+    return f"[{low_a:.4g}, {high_a:.4g}] overlaps [{low_b:.4g}, {high_b:.4g}]", None
+
+
 def _combined_interval(first: Values, second: Values, sign: str) -> list[tuple[float, float]] | None:
-    """The widest interval a difference or ratio of two intervals allows: conservative (it ignores that
-    the two sides' errors partly cancel), so what it resolves is resolved."""
+    """The interval of a difference or ratio of two points: over their processes where both name them
+    (process_stats: Welch across the two groups of processes, paired by round where enough rounds
+    measured both); else the widest the two points' intervals allow, conservative (it ignores that the
+    two sides' errors partly cancel), so what it resolves is resolved."""
+    if first.processes and second.processes:
+        combine = process_stats.difference_interval if sign == "-" else process_stats.ratio_interval
+        between = combine(first.processes[0], second.processes[0])
+        return [(between.low, between.high)]
     if not first.intervals or not second.intervals:
         return None
     (a_low, a_high), (b_low, b_high) = first.intervals[0], second.intervals[0]

@@ -23,12 +23,14 @@ class NotMeasured(Exception):
 
 @dataclass(frozen=True)
 class Values:
-    """The selected values (one, or every row's for reduce: each), their unit, and their intervals where
-    the selection names interval statistics (one (low, high) per value)."""
+    """The selected values (one, or every row's for reduce: each), their unit, their intervals where
+    the selection names interval statistics (one (low, high) per value), and where the values come from
+    an across-process table (process_table.py), each value's processes: run -> that process's figure."""
 
     values: list[float]
     unit: str
     intervals: list[tuple[float, float]] | None = None
+    processes: list[dict[int, float]] | None = None
 
 
 def read(
@@ -43,15 +45,16 @@ def read(
     if values.isna().all() or (selection.reduce in ("single", "each") and values.isna().any()):
         raise NotMeasured(f"{selection.describe()} has no value (the measurement recorded none)")
     intervals = _intervals(selection, study, tables, rules or {}, rows)
+    processes = _processes(rows)
     if selection.reduce == "each":
-        return Values([float(v) for v in values], units[0], intervals)
+        return Values([float(v) for v in values], units[0], intervals, processes)
     if selection.reduce == "single":
         if len(values) > 1:
             raise NotMeasured(
                 f"{len(values)} rows of {selection.describe()}; the claim needs filters that leave one, "
                 "or a reduce (each, min, max, median, mean)"
             )
-        return Values([float(values.iloc[0])], units[0], intervals)
+        return Values([float(values.iloc[0])], units[0], intervals, processes)
     reduced = float(getattr(values.dropna(), selection.reduce)())
     return Values([reduced], units[0], None)
 
@@ -108,6 +111,20 @@ def _intervals(
         merged = rows[keys].merge(bound_rows[[*keys, "value"]], on=keys, how="left")
         ends.append(pd.to_numeric(merged["value"], errors="coerce").tolist())
     return [(float(low), float(high)) for low, high in zip(*ends, strict=True)]
+
+
+def _processes(rows: pd.DataFrame) -> list[dict[int, float]] | None:
+    """Each row's processes (run -> value) where the table names them (an across-process table's `runs`
+    and `process_values`), else None."""
+    if not {"runs", "process_values"} <= set(rows.columns):
+        return None
+    found = []
+    for runs, values in zip(rows["runs"], rows["process_values"], strict=True):
+        if pd.isna(runs) or pd.isna(values) or not str(runs).strip():
+            return None
+        numbers = [float(v) for v in str(values).split(",")]
+        found.append(dict(zip((int(float(r)) for r in str(runs).split(",")), numbers, strict=True)))
+    return found
 
 
 def _filters(selection: Selection) -> str:
