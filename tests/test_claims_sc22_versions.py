@@ -12,8 +12,9 @@ import yaml
 from gpurepro.errors import GpureproError
 from gpurepro.verdict import render
 from gpurepro.verdict.claims import load_claims
-from gpurepro.verdict.evaluate import Here, evaluate
+from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.hardware import load_hardware
+from gpurepro.verdict.here import Here
 
 from .conftest import ROOT
 from .test_verdict import HARDWARE, SCHEMA, claim

@@ -15,8 +15,11 @@ from docutils.core import publish_doctree
 
 from gpurepro.verdict import render
 from gpurepro.verdict.claims import load_claims
-from gpurepro.verdict.evaluate import UNMEASURED, Here, Outcome, evaluate
+from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.hardware import load_hardware
+from gpurepro.verdict.here import Here
+from gpurepro.verdict.outcome import Outcome
+from gpurepro.verdict.statuses import UNMEASURED
 from gpurepro.verdict.summary import PaperVerdict
 
 from .conftest import ROOT

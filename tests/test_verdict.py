@@ -20,7 +20,12 @@ from gpurepro import process_table
 from gpurepro.errors import GpureproError
 from gpurepro.verdict import render, summary
 from gpurepro.verdict.claims import load_claims
-from gpurepro.verdict.evaluate import (
+from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.hardware import load_hardware
+from gpurepro.verdict.here import Here
+from gpurepro.verdict.ranges import untestable_reason
+from gpurepro.verdict.scaling import scale_factor
+from gpurepro.verdict.statuses import (
     DIRECTION_FAILS,
     DIRECTION_OUTSIDE,
     DIRECTION_UNRESOLVED,
@@ -42,12 +47,7 @@ from gpurepro.verdict.evaluate import (
     UNRESOLVED,
     UNTESTABLE,
     WITHIN,
-    Here,
-    evaluate,
 )
-from gpurepro.verdict.hardware import load_hardware
-from gpurepro.verdict.ranges import untestable_reason
-from gpurepro.verdict.scaling import scale_factor
 from gpurepro.verdict.summary import (
     NOT_REPRODUCED,
     PARTIALLY,

@@ -12,8 +12,9 @@ import yaml
 
 from gpurepro.errors import GpureproError
 from gpurepro.verdict.claims import load_claims
-from gpurepro.verdict.evaluate import NOT_COMPARABLE, UNTESTABLE, WITHIN, evaluate
+from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.hardware import load_hardware
+from gpurepro.verdict.statuses import NOT_COMPARABLE, UNTESTABLE, WITHIN
 
 from .conftest import ROOT
 from .test_verdict import (

@@ -15,8 +15,10 @@ from ..errors import GpureproError
 from ..profiles import project_root
 from ..verdict import render
 from ..verdict.claims import load_claims
-from ..verdict.evaluate import NOT_HELD, Here, evaluate
+from ..verdict.evaluate import evaluate
 from ..verdict.hardware import load_hardware
+from ..verdict.here import Here
+from ..verdict.statuses import NOT_HELD
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

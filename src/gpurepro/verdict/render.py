@@ -12,8 +12,10 @@ import pandas as pd
 
 from ..reference import REFERENCES
 from .claims import REGRESSION, REPRODUCTION
-from .evaluate import HELD, INFO, NOT_HELD, PARTLY, UNMEASURED, UNRESOLVED, UNTESTABLE, Here, Outcome
-from .summary import GRADES, PaperVerdict, paper_verdicts, regression_counts
+from .here import Here
+from .outcome import Outcome
+from .statuses import GRADES, HELD, INFO, NOT_HELD, PARTLY, UNMEASURED, UNRESOLVED, UNTESTABLE
+from .summary import PaperVerdict, paper_verdicts, regression_counts
 
 COLUMNS = [
     "id",

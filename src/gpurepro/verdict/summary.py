@@ -11,14 +11,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .claims import REGRESSION, REPRODUCTION
-from .evaluate import HELD, INFO, NOT_HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED, UNTESTABLE, Outcome
+from .outcome import Outcome
+from .statuses import GRADES, HELD, PARTLY, TESTABLE, UNMEASURED
 
 REPRODUCED = "reproduced"
 PARTIALLY = "partially reproduced"
 NOT_REPRODUCED = "not reproduced"
 TOO_FEW = "too few claims testable here"
 NOT_MEASURED = "not measured"
-GRADES = (HELD, PARTLY, NOT_HELD, UNRESOLVED, UNTESTABLE, INFO, UNMEASURED)
 
 
 @dataclass(frozen=True)

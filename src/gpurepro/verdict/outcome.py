@@ -1,0 +1,82 @@
+"""One judged claim (`Outcome`) and how it reads in the report: its status, the GPUs the judgement rests
+on, what was expected and what was measured. The judge (evaluate.py) fills it; render.py and summary.py
+only read it, so every place that shows a claim words it the same way."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .claims import Claim
+from .hardware import Gpu
+from .statuses import GRADE_OF, NOT_COMPARABLE, SCALED, SHOWN, TRANSFERRED
+
+
+@dataclass(frozen=True)
+class Outcome:
+    claim: Claim
+    result: str  # one of the results of statuses.py
+    detail: str
+    judged: str = ""  # EXACT, SCALED, TRANSFERRED, OFF_PAPER or RELATIVE; empty when not measured
+    paper_gpus: tuple[Gpu, ...] = ()
+    measured_on: str = ""
+    values: tuple[float, ...] = ()
+    accepted: tuple[float, float] = (-math.inf, math.inf)
+    factor: float | None = None  # the scaling's factor, for a scaled claim
+    plot: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The verdict in words; a scaled claim says from which GPU."""
+        if self.judged == SCALED:
+            return f"scaled from {self.paper_gpus[0].name}: {self.result}"
+        if self.judged == TRANSFERRED:
+            return f"from {self.paper_gpus[0].name}, unscaled: {self.result}"
+        return self.result
+
+    @property
+    def grade(self) -> str:
+        return GRADE_OF[self.result]
+
+    def describe_paper_gpus(self) -> str:
+        return ", ".join(gpu.name for gpu in self.paper_gpus)
+
+    def describe_basis(self) -> str:
+        """Which GPUs the judgement rests on, e.g. "measured on NVIDIA H200; paper: V100 SXM2"."""
+        if not self.measured_on:
+            return f"paper: {self.describe_paper_gpus()}"
+        return f"measured on {self.measured_on}; paper: {self.describe_paper_gpus()}"
+
+    def describe_expected(self) -> str:
+        """The expectation here: the published one, or scaled to this GPU, with the range it accepts."""
+        text = self.claim.describe_expected(self.factor)
+        if self.judged and not self.claim.order and self.result not in (SHOWN, NOT_COMPARABLE):
+            low, high = self.accepted
+            text += f"; accepted {bound(low)} to {bound(high)}{self.claim.shown_unit}"
+        return text
+
+    @property
+    def measured(self) -> float | None:
+        """The measured value; for `reduce: each`, the one furthest from the accepted range's middle."""
+        if not self.values:
+            return None
+        if len(self.values) == 1:
+            return self.values[0]
+        low, high = self.accepted
+        middle = (low + high) / 2 if math.isfinite(low + high) else (low if math.isfinite(low) else high)
+        return max(self.values, key=lambda v: abs(v - middle))
+
+    def describe_measured(self) -> str:
+        if not self.values:
+            return ""
+        if len(self.values) == 1:
+            return f"{self.values[0]:.4g}{self.claim.shown_unit}"
+        if self.claim.order:
+            return " < ".join(f"{v:.4g}" for v in self.values) + self.claim.shown_unit
+        spread = f"{min(self.values):.4g}–{max(self.values):.4g}{self.claim.shown_unit}"
+        return f"{spread} ({len(self.values)} values)"
+
+
+def bound(value: float) -> str:
+    """One end of an accepted range in words: "any" where it is open."""
+    return "any" if math.isinf(value) else f"{value:.4g}"

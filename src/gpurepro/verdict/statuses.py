@@ -1,0 +1,50 @@
+"""The words a judged claim ends in, how far each supports its claim, and what the judgement rests on.
+
+They are the verdict's vocabulary: the judge (evaluate.py, judging.py) picks a result, the outcome
+(outcome.py) carries it with its grade, and the report and the per-paper summary (render.py,
+summary.py) count and show them. Kept apart so that each of those reads the same words from one place.
+"""
+
+from __future__ import annotations
+
+# The result of one claim.
+WITHIN = "within tolerance"
+OUTSIDE = "outside tolerance"
+DIRECTION_WITHIN = "direction holds, magnitude within tolerance"
+DIRECTION_OUTSIDE = "direction holds, magnitude outside tolerance"
+DIRECTION_UNTESTED = "direction holds, magnitude not testable here"
+DIRECTION_UNRESOLVED = "direction holds, magnitude not resolved at this sample size"
+DIRECTION_FAILS = "direction does not hold"
+ORDER_HOLDS = "order holds"
+ORDER_FAILS = "order does not hold"
+NOT_RESOLVED = "not resolved at this sample size"
+NOT_TESTABLE = "not testable here"
+NOT_COMPARABLE = "not comparable"
+SHOWN = "informational"
+NOT_MEASURED = "not measured"
+
+# How far each result supports its claim, for the per-paper summary. Only the first three are testable.
+HELD, PARTLY, NOT_HELD = "held", "partly held", "not held"
+UNRESOLVED, UNTESTABLE, INFO, UNMEASURED = "not resolved", "not testable", "informational", "not measured"
+TESTABLE = (HELD, PARTLY, NOT_HELD)
+GRADES = (HELD, PARTLY, NOT_HELD, UNRESOLVED, UNTESTABLE, INFO, UNMEASURED)  # in the order shown
+GRADE_OF = {
+    WITHIN: HELD,
+    DIRECTION_WITHIN: HELD,
+    ORDER_HOLDS: HELD,
+    DIRECTION_OUTSIDE: PARTLY,
+    DIRECTION_UNTESTED: PARTLY,
+    DIRECTION_UNRESOLVED: PARTLY,
+    OUTSIDE: NOT_HELD,
+    DIRECTION_FAILS: NOT_HELD,
+    ORDER_FAILS: NOT_HELD,
+    NOT_RESOLVED: UNRESOLVED,
+    NOT_TESTABLE: UNTESTABLE,
+    NOT_COMPARABLE: UNTESTABLE,
+    SHOWN: INFO,
+    NOT_MEASURED: UNMEASURED,
+}
+
+# What a judgement rests on, beside a relative claim's own kind (claims.RELATIVE): the paper's GPU, a
+# scaling through measured reference rates, a figure carried over unscaled, or none (off the paper's GPU).
+EXACT, SCALED, TRANSFERRED, OFF_PAPER = "exact", "scaled", "unscaled", "off the paper's GPU"
