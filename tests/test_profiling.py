@@ -17,6 +17,7 @@ import pytest
 
 from gpurepro.errors import GpureproError, ResultExistsError
 from gpurepro.profiling import dcgm, nsys
+from gpurepro.profiling.dcgm import bindings, dmon, dmon_parser
 
 from .conftest import run_snakemake
 
@@ -49,7 +50,7 @@ DMON_SAMPLE_DCGM2 = textwrap.dedent(
 
 
 def test_dmon_argv() -> None:
-    assert dcgm.dmon_argv([0, 2], 100) == ["dcgmi", "dmon", "-e", ALL_IDS, "-i", "0,2", "-d", "100"]
+    assert dmon.dmon_argv([0, 2], 100) == ["dcgmi", "dmon", "-e", ALL_IDS, "-i", "0,2", "-d", "100"]
 
 
 def test_nsys_argv() -> None:
@@ -65,7 +66,7 @@ def test_nsys_argv() -> None:
 
 
 def test_dmon_parser_reads_columns_by_header_name() -> None:
-    parser = dcgm.DmonParser()
+    parser = dmon_parser.DmonParser()
     for i, line in enumerate(DMON_SAMPLE.splitlines()):
         parser.feed(line, 100.0 + i)
     assert sorted(parser.samples) == sorted(
@@ -84,7 +85,7 @@ def test_dmon_parser_reads_columns_by_header_name() -> None:
 
 
 def test_dmon_parser_reads_the_older_header() -> None:
-    parser = dcgm.DmonParser()
+    parser = dmon_parser.DmonParser()
     for line in DMON_SAMPLE_DCGM2.splitlines():
         parser.feed(line, 5.0)
     assert sorted(parser.samples) == [
@@ -96,7 +97,7 @@ def test_dmon_parser_reads_the_older_header() -> None:
 
 
 def test_dmon_parser_ignores_rows_before_a_header() -> None:
-    parser = dcgm.DmonParser()
+    parser = dmon_parser.DmonParser()
     parser.feed("GPU 0  0.5  0.5", 1.0)
     assert parser.samples == [] and not parser.saw_header
 
@@ -170,7 +171,7 @@ def fake_dcgmi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "dcgmi.log"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_DCGMI_LOG", str(log))
-    monkeypatch.setattr(dcgm, "BINDINGS_DIRS", ())
+    monkeypatch.setattr(bindings, "BINDINGS_DIRS", ())
     monkeypatch.delitem(sys.modules, "DcgmReader", raising=False)
     return log
 
@@ -240,7 +241,7 @@ def test_monitor_refuses_to_overwrite(fake_dcgmi: Path, tmp_path: Path) -> None:
 
 def test_monitor_without_dcgm_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no dcgmi
-    monkeypatch.setattr(dcgm, "BINDINGS_DIRS", (tmp_path / "no-dcgm",))
+    monkeypatch.setattr(bindings, "BINDINGS_DIRS", (tmp_path / "no-dcgm",))
     monkeypatch.delitem(sys.modules, "DcgmReader", raising=False)
     if _bindings_importable():
         pytest.skip("DCGM's Python bindings are importable here")
@@ -319,7 +320,7 @@ def test_monitor_uses_the_bindings_first(
     folder = tmp_path / "bindings"
     folder.mkdir()
     (folder / "DcgmReader.py").write_text(FAKE_READER)
-    monkeypatch.setattr(dcgm, "BINDINGS_DIRS", (tmp_path / "absent", folder))
+    monkeypatch.setattr(bindings, "BINDINGS_DIRS", (tmp_path / "absent", folder))
     monkeypatch.setattr(sys, "path", list(sys.path))
     out = tmp_path / "b.dcgm.csv"
     try:
@@ -422,7 +423,7 @@ def test_profile_nsys_without_nsys_says_so_and_writes_nothing(tmp_path: Path) ->
 
 
 def test_profile_dcgm_without_dcgm_says_so_and_writes_nothing(tmp_path: Path) -> None:
-    if any(folder.is_dir() for folder in dcgm.BINDINGS_DIRS) or _bindings_importable():
+    if any(folder.is_dir() for folder in bindings.BINDINGS_DIRS) or _bindings_importable():
         pytest.skip("DCGM's Python bindings are installed here")
     out = tmp_path / "d.csv"
     result = _run_without_tools(
