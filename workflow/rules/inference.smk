@@ -102,92 +102,82 @@ INFERENCE_FLAGS = (
 )
 
 
-DEIT_STEM = "{vit_model}_b{batch}_{precision}_{mode}_run{run}"
-BERT_STEM = "{bert_model}_s{seq}_b{batch}_{precision}_{mode}_run{run}"
+# What sets a family's rules apart: the name of its raw files, its points round by round, and how
+# `gpurepro infer` names its model. Every other line of its rules is the same for DeiT and BERT.
+INFERENCE_FAMILIES = {
+    "deit": {
+        "stem": "{vit_model}_b{batch}_{precision}_{mode}_run{run}",
+        "runs": DEIT_RUNS,
+        "points": DEIT_POINTS,
+        "model_args": "vit -m {wildcards.vit_model}",
+    },
+    "bert": {
+        "stem": "{bert_model}_s{seq}_b{batch}_{precision}_{mode}_run{run}",
+        "runs": BERT_RUNS,
+        "points": BERT_POINTS,
+        "model_args": "bert -m {wildcards.bert_model} -s {wildcards.seq}",
+    },
+}
 
 
-# Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py).
-rule infer_deit:
-    input:
-        **container_input(),
-        previous_round=lambda w: rounds.previous_round(
-            f"{INFERENCE_RAW}/deit/{DEIT_STEM}.csv", DEIT_RUNS, w.run
-        ),
-    output:
-        **raw_outputs(f"{INFERENCE_RAW}/deit/{DEIT_STEM}"),
-    log:
-        f"{RESULTS}/logs/inference/deit/{DEIT_STEM}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/inference/deit/{DEIT_STEM}.tsv"
-    threads: host_bound_threads()
-    resources:
-        **measure_resources(),
-    params:
-        flags=INFERENCE_FLAGS,
-    shell:
-        container_exec(MEASURE_GPU)
-        + "gpurepro infer vit -m {wildcards.vit_model} -b {wildcards.batch} --precision {wildcards.precision} "
-        "--mode {wildcards.mode} --run {wildcards.run} {params.flags} --out {output.table} --trace-out {output.trace} > {log} 2>&1"
+def previous_inference_round(family):
+    """Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py)."""
+    shape = INFERENCE_FAMILIES[family]
+    raw = f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv"
+    return lambda wildcards: rounds.previous_round(raw, shape["runs"], wildcards.run)
 
 
-rule infer_bert:
-    input:
-        **container_input(),
-        previous_round=lambda w: rounds.previous_round(
-            f"{INFERENCE_RAW}/bert/{BERT_STEM}.csv", BERT_RUNS, w.run
-        ),
-    output:
-        **raw_outputs(f"{INFERENCE_RAW}/bert/{BERT_STEM}"),
-    log:
-        f"{RESULTS}/logs/inference/bert/{BERT_STEM}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/inference/bert/{BERT_STEM}.tsv"
-    threads: host_bound_threads()
-    resources:
-        **measure_resources(),
-    params:
-        flags=INFERENCE_FLAGS,
-    shell:
-        container_exec(MEASURE_GPU)
-        + "gpurepro infer bert -m {wildcards.bert_model} -s {wildcards.seq} -b {wildcards.batch} "
-        "--precision {wildcards.precision} --mode {wildcards.mode} --run {wildcards.run} {params.flags} "
-        "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
+# Each stage is one rule per family: infer_<family> measures one point in one process,
+# inference_<family> gathers the family's tidy tables and plot_<family> draws its figure.
+for family, shape in INFERENCE_FAMILIES.items():
+
+    rule:
+        name:
+            f"infer_{family}"
+        input:
+            **container_input(),
+            previous_round=previous_inference_round(family),
+        output:
+            **raw_outputs(f"{INFERENCE_RAW}/{family}/{shape['stem']}"),
+        log:
+            f"{RESULTS}/logs/inference/{family}/{shape['stem']}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/inference/{family}/{shape['stem']}.tsv"
+        threads: host_bound_threads()
+        resources:
+            **measure_resources(),
+        params:
+            flags=INFERENCE_FLAGS,
+        shell:
+            container_exec(MEASURE_GPU)
+            + f"gpurepro infer {shape['model_args']} "
+            + "-b {wildcards.batch} --precision {wildcards.precision} --mode {wildcards.mode} "
+            "--run {wildcards.run} {params.flags} --out {output.table} --trace-out {output.trace} "
+            "> {log} 2>&1"
 
 
 # The tables read each raw file's trace beside it (throttle reasons of the energy window), so traces
 # are inputs too.
-rule inference_deit:
-    input:
-        tables=expand(rules.infer_deit.output.table, zip, **DEIT_POINTS),
-        traces=expand(rules.infer_deit.output.trace, zip, **DEIT_POINTS),
-    output:
-        table=f"{RESULTS}/tables/inference_deit.csv",
-        processes=f"{RESULTS}/tables/inference_deit_processes.csv",
-    log:
-        f"{RESULTS}/logs/inference/aggregate_deit.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/inference/aggregate_deit.tsv"
-    localrule: True
-    shell:
-        "gpurepro aggregate inference {input.tables} --out {output.table} "
-        "--processes {output.processes} > {log} 2>&1"
+for family, shape in INFERENCE_FAMILIES.items():
+    measured = getattr(rules, f"infer_{family}").output
 
-
-rule inference_bert:
-    input:
-        tables=expand(rules.infer_bert.output.table, zip, **BERT_POINTS),
-        traces=expand(rules.infer_bert.output.trace, zip, **BERT_POINTS),
-    output:
-        table=f"{RESULTS}/tables/inference_bert.csv",
-        processes=f"{RESULTS}/tables/inference_bert_processes.csv",
-    log:
-        f"{RESULTS}/logs/inference/aggregate_bert.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/inference/aggregate_bert.tsv"
-    localrule: True
-    shell:
-        "gpurepro aggregate inference {input.tables} --out {output.table} "
-        "--processes {output.processes} > {log} 2>&1"
+    rule:
+        name:
+            f"inference_{family}"
+        input:
+            tables=expand(measured.table, zip, **shape["points"]),
+            traces=expand(measured.trace, zip, **shape["points"]),
+        output:
+            table=f"{RESULTS}/tables/inference_{family}.csv",
+            processes=f"{RESULTS}/tables/inference_{family}_processes.csv",
+        log:
+            f"{RESULTS}/logs/inference/aggregate_{family}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/inference/aggregate_{family}.tsv"
+        localrule: True
+        shell:
+            "gpurepro aggregate inference {input.tables} --out {output.table} "
+            "--processes {output.processes} > {log} 2>&1"
 
 
 rule inference:
@@ -197,39 +187,24 @@ rule inference:
     localrule: True
 
 
-rule plot_deit:
-    input:
-        rules.inference_deit.output.table,
-    output:
-        report(
-            f"{RESULTS}/plots/deit.png",
-            caption="../report/deit.rst",
-            category="Inference",
-            subcategory=DEVICE,
-        ),
-    log:
-        f"{RESULTS}/logs/inference/plot_deit.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/inference/plot_deit.tsv"
-    localrule: True
-    shell:
-        "gpurepro plot deit {input} --out {output} > {log} 2>&1"
+for family in INFERENCE_FAMILIES:
 
-
-rule plot_bert:
-    input:
-        rules.inference_bert.output.table,
-    output:
-        report(
-            f"{RESULTS}/plots/bert.png",
-            caption="../report/bert.rst",
-            category="Inference",
-            subcategory=DEVICE,
-        ),
-    log:
-        f"{RESULTS}/logs/inference/plot_bert.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/inference/plot_bert.tsv"
-    localrule: True
-    shell:
-        "gpurepro plot bert {input} --out {output} > {log} 2>&1"
+    rule:
+        name:
+            f"plot_{family}"
+        input:
+            getattr(rules, f"inference_{family}").output.table,
+        output:
+            report(
+                f"{RESULTS}/plots/{family}.png",
+                caption=f"../report/{family}.rst",
+                category="Inference",
+                subcategory=DEVICE,
+            ),
+        log:
+            f"{RESULTS}/logs/inference/plot_{family}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/inference/plot_{family}.tsv"
+        localrule: True
+        shell:
+            f"gpurepro plot {family} {{input}} --out {{output}} > {{log}} 2>&1"
