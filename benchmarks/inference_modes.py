@@ -33,7 +33,8 @@ import torch
 from gpurepro import nvml
 from gpurepro.inference.measure import describe_measurement, max_abs_diff, synchronizer, time_blocked
 from gpurepro.inference.models import VIT_MODELS, build_vit
-from gpurepro.inference.modes import MODES, PointFailed, build_runner
+from gpurepro.inference.modes import MODES, build_runner
+from gpurepro.point_failure import PointFailed
 
 
 def repeat_point(args: argparse.Namespace, out_dir: Path) -> list[dict]:

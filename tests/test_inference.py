@@ -17,6 +17,7 @@ import torch
 from gpurepro import cli, inference
 from gpurepro.inference import measure, models, modes
 from gpurepro.inference.summary import summarise
+from gpurepro.point_failure import PointFailed
 
 from .conftest import run_gpurepro
 
@@ -95,7 +96,7 @@ def test_compiled_output_agrees_with_eager() -> None:
 
 def test_compiler_and_capture_failures_are_failed_points(monkeypatch: pytest.MonkeyPatch) -> None:
     net, x = _tiny()
-    with pytest.raises(modes.PointFailed, match="needs a GPU"):
+    with pytest.raises(PointFailed, match="needs a GPU"):
         modes.build_runner(net, x, "cudagraph", "fp32")
 
     def broken_compile(fn, **_kwargs):
@@ -105,7 +106,7 @@ def test_compiler_and_capture_failures_are_failed_points(monkeypatch: pytest.Mon
         return run
 
     monkeypatch.setattr(torch, "compile", broken_compile)
-    with pytest.raises(modes.PointFailed, match="torch.compile failed: RuntimeError: inductor: no C"):
+    with pytest.raises(PointFailed, match="torch.compile failed: RuntimeError: inductor: no C"):
         modes.build_runner(net, x, "compile", "fp32")
 
 
@@ -198,7 +199,7 @@ def test_a_failed_point_is_recorded_with_its_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def failing(*_args, **_kwargs):
-        raise modes.PointFailed("torch.compile failed: BackendCompilerFailed: out of registers")
+        raise PointFailed("torch.compile failed: BackendCompilerFailed: out of registers")
 
     monkeypatch.setattr(measure, "inference_workload", failing)
     out, trace = tmp_path / "deit-t.csv", tmp_path / "deit-t.telemetry.csv"

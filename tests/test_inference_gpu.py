@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from gpurepro.inference import measure, models, modes
+from gpurepro.precision import AUTOCAST
 
 from .conftest import needs_gpu, run_gpurepro
 from .test_active_idle import weight_casts
@@ -101,7 +102,7 @@ def test_autocast_stays_close_to_fp32(precision: str) -> None:
     model = models.build_vit("deit-s", 1, "cuda:0")
     fp32 = modes.build_runner(model.forward, model.example, "eager", "fp32")().clone()
     amp = modes.build_runner(model.forward, model.example, "eager", precision)()
-    assert amp.dtype == modes.AUTOCAST[precision]
+    assert amp.dtype == AUTOCAST[precision]
     assert _relative(amp, fp32) < 0.05
 
 

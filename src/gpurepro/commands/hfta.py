@@ -29,6 +29,7 @@ from ..hfta_study.mps import MpsUnavailable, control_binary
 from ..hfta_study.point import Point, workload
 from ..hfta_study.training import TrainSettings
 from ..measure_job import record_failure, resolve_target, run_job
+from ..precision import pick_precision
 from .options import (
     add_measurement_options,
     default_gpu,
@@ -140,11 +141,7 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     gpu = default_gpu() if args.gpu is None else args.gpu
     target = resolve_target(gpu, args.profile, args.device_check)
-    if args.precision not in target.profile["precisions"]:
-        raise GpureproError(
-            f"precision {args.precision} is not supported by profile '{target.profile['name']}' "
-            f"(it supports: {', '.join(target.profile['precisions'])})"
-        )
+    pick_precision(args.precision, target.profile)  # refuses a precision the profile does not support
     if target.gpu_index is not None and not torch.cuda.is_available():
         raise GpureproError(
             f"NVML sees GPU {target.gpu_index}, but this torch has no CUDA ({torch.__version__})"

@@ -13,8 +13,10 @@ import torch
 
 from ..errors import GpureproError
 from ..inference.models import BERT_MAX_SEQ_LEN, BERT_MODELS, VIT_MODELS, BuiltModel, build_bert, build_vit
-from ..inference.modes import MODES, PRECISIONS, PointFailed, cast_protocol
-from ..measure_job import Target, record_failure, resolve_target, run_job
+from ..inference.modes import MODES, cast_protocol
+from ..measure_job import record_failure, resolve_target, run_job
+from ..point_failure import PointFailed, first_line
+from ..precision import PRECISIONS, pick_precision
 from .options import add_measurement_options, default_gpu, gpu_or_cpu, positive_int
 
 
@@ -74,19 +76,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def pick_precision(requested: str | None, target: Target) -> str:
-    """The requested precision if the profile supports it; by default fp16 where it does, else fp32."""
-    supported = target.profile["precisions"]
-    if requested is None:
-        return "fp16" if "fp16" in supported else "fp32"
-    if requested not in supported:
-        raise GpureproError(
-            f"precision {requested} is not supported by profile '{target.profile['name']}' "
-            f"(it supports: {', '.join(supported)})"
-        )
-    return requested
-
-
 def run(args: argparse.Namespace) -> int:
     if args.family == "bert" and args.seq_len > BERT_MAX_SEQ_LEN:
         raise GpureproError(f"--seq-len {args.seq_len} is longer than BERT's {BERT_MAX_SEQ_LEN} positions")
@@ -94,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise GpureproError(f"--min-run-time must be positive, got {args.min_run_time}")
     gpu = default_gpu() if args.gpu is None else args.gpu
     target = resolve_target(gpu, args.profile, args.device_check)
-    precision = pick_precision(args.precision, target)
+    precision = pick_precision(args.precision, target.profile)
     if args.mode == "cudagraph" and target.gpu_index is None:
         raise GpureproError(
             "--mode cudagraph replays a CUDA graph and needs a GPU; on the CPU use eager or compile"
@@ -136,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
     except torch.OutOfMemoryError as err:
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        return record_failure(args, target, describe, f"out of memory: {first[:300]}")
+        return record_failure(args, target, describe, f"out of memory: {first_line(err)}")
     print(f"done: {label}", file=sys.stderr)
     return 0

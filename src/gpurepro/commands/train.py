@@ -25,15 +25,15 @@ from ..datasets.specs import SOURCES, SPECS
 from ..datasets.workers import resolve_workers
 from ..errors import GpureproError
 from ..measure_job import Target, record_failure, resolve_target
+from ..point_failure import first_line
+from ..precision import PRECISIONS, pick_precision
 from ..results import ensure_absent
-from .infer import pick_precision
 from .options import add_config_hash_option, default_gpu, positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..training.rank import TrainJob
 
 MODEL_NAMES = ("resnet50",)  # training.model.MODELS; named here so `--help` does not wait for torch
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 SYNTHETIC_CLASSES = 1000  # training.batches.SYNTHETIC_CLASSES
 
 
@@ -131,7 +131,7 @@ def settings_from(args: argparse.Namespace, target: Target):  # -> loop.TrainSet
     from ..training.loop import TrainSettings
 
     defaults: dict[str, Any] = target.profile.get("train", {})
-    precision = pick_precision(args.precision or defaults.get("precision"), target)
+    precision = pick_precision(args.precision or defaults.get("precision"), target.profile)
     warmup = args.warmup if args.warmup is not None else defaults.get("warmup", 10)
     if warmup < 0:
         raise GpureproError(f"--warmup must be 0 or more, got {warmup}")
@@ -256,7 +256,7 @@ def _single(args: argparse.Namespace, target: Target, job: TrainJob) -> int:
     except RuntimeError as err:  # torch.OutOfMemoryError is one
         if not rank.out_of_memory(err):
             raise
-        return record_failure(args, target, job.describe, f"out of memory: {rank.first_line(err)}")
+        return record_failure(args, target, job.describe, f"out of memory: {first_line(err)}")
     rank.publish(job, started, result)
     return 0
 

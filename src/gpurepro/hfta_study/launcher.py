@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from .. import host
-from ..inference.modes import PointFailed
+from ..point_failure import PointFailed
 from . import training
 
 # Through the run's fork server where there is one (forked in milliseconds, not seconds of imports each).

@@ -39,7 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..datasets.specs import TINY_IMAGENET
-from ..inference.modes import AUTOCAST, PointFailed, set_matmul_precision
+from ..point_failure import PointFailed
+from ..precision import AUTOCAST, set_matmul_precision
 from .graphs import EAGER_STEPS_BEFORE_CAPTURE, GraphedStep
 
 if TYPE_CHECKING:

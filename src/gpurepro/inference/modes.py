@@ -1,4 +1,5 @@
-"""How one inference is run: precision (fp32, tf32, or fp16/bf16 autocast) and mode.
+"""How one inference is run in each mode, at a precision (gpurepro.precision: fp32, tf32, or fp16/bf16
+autocast).
 
 - `eager`: the model's forward as the original scripts ran it (one kernel launch per op from Python).
 - `compile`: `torch.compile` (TorchInductor, default mode: fused kernels, no CUDA graphs), compiled and
@@ -25,8 +26,8 @@ reuses that copy after. How a mode does so is its cast protocol, recorded with e
   the casts are part of what Inductor compiles.
 - `none`: fp32 and tf32 cast nothing.
 
-A failure of the compiler or of graph capture raises PointFailed with the reason, so a sweep records
-the point as failed instead of stopping.
+A failure of the compiler or of graph capture raises PointFailed (gpurepro.point_failure) with the
+reason, so a sweep records the point as failed instead of stopping.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from typing import Any
 
 import torch
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-AUTOCAST = {"fp16": torch.float16, "bf16": torch.bfloat16}
+from ..point_failure import PointFailed, first_line
+from ..precision import autocast_dtype, set_matmul_precision
+
 MODES = ("eager", "compile", "cudagraph")
 # The cast protocol of each mode under fp16/bf16 autocast (module docstring); "none" under fp32/tf32.
 CAST_PROTOCOLS = {"eager": "region_cached", "cudagraph": "cast_before_capture", "compile": "compiled"}
@@ -48,36 +50,17 @@ Forward = Callable[[torch.Tensor], torch.Tensor]
 RegionFactory = Callable[[], AbstractContextManager[Any]]
 
 
-class PointFailed(Exception):
-    """This point (model, shape, precision, mode) cannot be measured here; the message says why."""
-
-
-def _autocast_dtype(precision: str) -> torch.dtype | None:
-    """The autocast dtype of a precision, None for fp32/tf32; a clear error for an unknown precision."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    return AUTOCAST.get(precision)
-
-
 def cast_protocol(mode: str, precision: str) -> str:
     """How weights are cast to the autocast dtype at this mode and precision (module docstring)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    return CAST_PROTOCOLS[mode] if _autocast_dtype(precision) is not None else "none"
-
-
-def set_matmul_precision(precision: str) -> None:
-    """fp32 is true FP32 (TF32 off for matmuls and convolutions); tf32 allows TF32 tensor cores; under
-    fp16/bf16 autocast the ops autocast keeps in FP32 stay true FP32."""
-    allow = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = allow
-    torch.backends.cudnn.allow_tf32 = allow
+    return CAST_PROTOCOLS[mode] if autocast_dtype(precision) is not None else "none"
 
 
 def autocast_region(precision: str, device_type: str) -> RegionFactory:
     """A factory of autocast regions with their cast cache for fp16/bf16 (each region casts a weight once);
     of empty regions for fp32/tf32."""
-    dtype = _autocast_dtype(precision)
+    dtype = autocast_dtype(precision)
     if dtype is None:
         return nullcontext
     return functools.partial(torch.autocast, device_type, dtype=dtype, cache_enabled=True)
@@ -86,7 +69,7 @@ def autocast_region(precision: str, device_type: str) -> RegionFactory:
 def with_precision(forward: Forward, precision: str, device_type: str) -> Forward:
     """The forward in an autocast region of its own per call, cache off, for fp16/bf16 (the `compiled`
     protocol: torch.compile traces the region with the forward); unchanged for fp32/tf32."""
-    dtype = _autocast_dtype(precision)
+    dtype = autocast_dtype(precision)
     if dtype is None:
         return forward
 
@@ -159,7 +142,7 @@ def _compiled(forward: Forward, x: torch.Tensor, warmup: int) -> Callable[[], to
     except torch.OutOfMemoryError:
         raise
     except Exception as err:  # the compiler's errors have many types; each one means "cannot compile"
-        raise PointFailed(f"torch.compile failed: {type(err).__name__}: {_first_line(err)}") from err
+        raise PointFailed(f"torch.compile failed: {type(err).__name__}: {first_line(err)}") from err
     return run
 
 
@@ -209,18 +192,13 @@ def _cuda_graph(forward: Forward, x: torch.Tensor, precision: str, warmup: int) 
         raise
     except Exception as err:  # e.g. an op that synchronises with the host during capture
         resources.close()
-        raise PointFailed(f"CUDA graph capture failed: {type(err).__name__}: {_first_line(err)}") from err
+        raise PointFailed(f"CUDA graph capture failed: {type(err).__name__}: {first_line(err)}") from err
 
     def replay() -> torch.Tensor:
         graph.replay()
         return static_output
 
     return Runner(replay, protocol, resources=resources)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0][:300] if text else "(no message)"
 
 
 def build_runner(forward: Forward, x: torch.Tensor, mode: str, precision: str, warmup: int = 3) -> Runner:

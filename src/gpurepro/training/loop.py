@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from ..inference.modes import AUTOCAST, set_matmul_precision
+from ..precision import AUTOCAST, set_matmul_precision
 from . import distributed
 from .batches import DataOptions, make_batches, plan_data
 from .model import build_model, loss_function, optimizer

@@ -23,6 +23,7 @@ import torch
 from .. import provenance
 from ..datasets.workers import usable_cpus
 from ..errors import GpureproError
+from ..point_failure import first_line
 from ..results import write_raw
 from . import distributed, failures
 from .loop import TrainResult, TrainSettings, train
@@ -131,11 +132,6 @@ def out_of_memory(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or (
         isinstance(err, RuntimeError) and "can't allocate memory" in str(err)
     )
-
-
-def first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0][:300] if text else "(no message)"
 
 
 def main(argv: list[str]) -> int:
