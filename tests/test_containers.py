@@ -18,7 +18,7 @@ import yaml
 
 from gpurepro import cli, provenance
 from gpurepro.commands import container as container_command
-from gpurepro.containers import argv, engine, plan
+from gpurepro.containers import argv, engine, job, plan
 from gpurepro.containers.build import CA_BUNDLE_NAME, build_context
 from gpurepro.errors import GpureproError
 
@@ -263,7 +263,7 @@ def test_exec_with_engine_none_runs_the_command_on_the_host(monkeypatch: pytest.
     monkeypatch.setenv("GPUREPRO_IMAGE_ID", "stale")
     parser = cli.build_parser()
     args = parser.parse_args(["container", "exec", "--engine", "none", "--", "echo", "hello"])
-    command, env = container_command.exec_command(args)
+    command, env = job.exec_command(container_command.exec_request(args))
     assert command == ["echo", "hello"]
     assert env["GPUREPRO_CONTAINER_ENGINE"] == "none" and "GPUREPRO_IMAGE_ID" not in env
 
