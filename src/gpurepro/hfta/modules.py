@@ -21,11 +21,11 @@ channels at b*C to (b+1)*C), and each fused layer computes the B layers at once 
 holding those same tensors under the same names (so state_dict, the optimizer's parameters and unfusing
 see the layers as before). merged.py lists the architectures this applies to.
 
-Why modules and not a torch function mode over the architecture's forward (merged.py's MergedOps, the
-earlier way): a mode puts a Python call on every op and attribute read of the forward, which on a GPU
-made a fused ResNet-18 step take twice one model's host time (about 25 ms against 12 on an H100 host),
-and torch.compile could not trace it. Fused modules cost the host what one model's layers cost, and
-torch.compile traces them whole (tests/test_hfta_compile.py).
+Why modules and not a torch function mode over the architecture's forward (the earlier way, an op
+table applied to every call): a mode puts a Python call on every op and attribute read of the forward,
+which on a GPU made a fused ResNet-18 step take twice one model's host time (about 25 ms against 12 on
+an H100 host), and torch.compile could not trace it. Fused modules cost the host what one model's
+layers cost, and torch.compile traces them whole (tests/test_hfta_modules.py).
 """
 
 from __future__ import annotations
