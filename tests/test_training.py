@@ -4,7 +4,6 @@ rank filed as a failed point, clear errors, and the noise workload that leaves n
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import re
 import shutil
@@ -26,7 +25,7 @@ from gpurepro.training import failures
 from gpurepro.training.batches import DataOptions, make_batches, plan_data
 from gpurepro.training.loop import TrainSettings
 from gpurepro.training.model import loss_function
-from gpurepro.training.noise import noise_during
+from gpurepro.training.noise import NoiseSettings, noise_during
 from gpurepro.training.plan import ddp_precisions, ddp_runs, usable_gpu_counts, workers_per_process
 from gpurepro.training.processes import background_process
 
@@ -288,21 +287,17 @@ def test_sgemm_with_noise_records_it_and_stops_it(tmp_path: Path) -> None:
 
 
 def test_noise_that_fails_to_start_in_time_is_stopped(capfd) -> None:
-    args = argparse.Namespace(
-        noise_workload="resnet50", noise_gpus="cpu", noise_args="--image-size 32 --batch-size 2",
-        noise_ready_timeout_s=0.5, profile="cpu",
-    )  # fmt: skip
+    settings = NoiseSettings("resnet50", "cpu", "--image-size 32 --batch-size 2", 0.5, "cpu")
     timeout = pytest.raises(GpureproError, match="did not finish its warm-up within 0.5 s")
-    with timeout, noise_during(args, "cpu"):
+    with timeout, noise_during(settings, "cpu"):
         pytest.fail("the block must not run without the noise")
     assert _gone([_noise_pid(capfd.readouterr().err)])
 
 
 def test_noise_may_not_share_the_measured_gpu() -> None:
-    args = argparse.Namespace(
-        noise_workload="resnet50", noise_gpus="0,1", noise_args="", noise_ready_timeout_s=1, profile=None
-    )
-    with pytest.raises(GpureproError, match="includes GPU 1, the one being measured"), noise_during(args, 1):
+    settings = NoiseSettings("resnet50", "0,1", ready_timeout_s=1)
+    measured_gpu = pytest.raises(GpureproError, match="includes GPU 1, the one being measured")
+    with measured_gpu, noise_during(settings, 1):
         pass
 
 

@@ -1,25 +1,48 @@
 """What every measuring subcommand does around its workload: resolve the profile, check the GPU against
-it, refuse to overwrite results, record provenance, run the shared harness and write the raw files."""
+it, refuse to overwrite results, record provenance, run the shared harness and write the raw files.
+
+A job takes its settings as the dataclasses below, which the commands build from their options: the job
+runs the same whether a command line, a test or a benchmark asked for it."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from . import harness, host, nvml, provenance
-from .commands.options import telemetry_settings
 from .errors import GpureproError
 from .profiles import check_gpu_matches, load_profile, pick_profile
 from .profiling.dcgm import dcgm_out_path, monitor_if_requested
 from .results import ensure_absent, write_raw
 from .telemetry import SAMPLE_COLUMNS, open_source
 from .telemetry.align import attach
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """Where a job files what it measured, and the workflow's config hash its provenance records."""
+
+    out: str | Path | None  # the raw table, one row per rep; None: printed to stdout
+    trace_out: str | Path | None = None  # the telemetry trace; None: not written
+    config_hash: str = ""
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """How a measuring job runs around its workload: its files, the harness's telemetry, DCGM beside it
+    and where the process runs."""
+
+    files: JobFiles
+    telemetry: harness.TelemetrySettings = field(default_factory=harness.TelemetrySettings)
+    # DCGM metrics file: a path, or 'auto' for <stem>.dcgm.csv beside the trace; None: not sampled
+    dcgm_out: str | None = None
+    pin: str = "auto"  # host.PIN_MODES: on the CPUs nearest the GPU, or left where it is
 
 
 @dataclass(frozen=True)
@@ -94,33 +117,34 @@ def resolve_target(gpu: int | str, profile_name: str | None, device_check: str) 
     return Target(gpu_index, profile, mismatch)
 
 
-def _begin(args: argparse.Namespace, target: Target, describe: dict[str, Any]) -> dict[str, Any]:
+def _begin(files: JobFiles, target: Target, describe: dict[str, Any]) -> dict[str, Any]:
     """The provenance known before measuring: the GPU's state now, the config hash, the workload."""
     gpus = [] if target.gpu_index is None else [target.gpu_index]
     extra = {"device_mismatch": target.device_mismatch, "workload": describe}
-    return provenance.begin(gpus, target.profile["name"], args.config_hash, extra)
+    return provenance.begin(gpus, target.profile["name"], files.config_hash, extra)
 
 
 def run_job(
-    args: argparse.Namespace,
+    settings: JobSettings,
     target: Target,
     describe: dict[str, Any],
     prepare: Callable[[], harness.Workload],
 ) -> pd.DataFrame:
     """Measure with the shared harness, write raw reps and trace with sidecars, return the reps table."""
-    dcgm_path = dcgm_out_path(getattr(args, "dcgm_out", None), args.trace_out, args.out)
-    outputs = [p for p in (args.out, args.trace_out, dcgm_path) if p]
+    files = settings.files
+    dcgm_path = dcgm_out_path(settings.dcgm_out, files.trace_out, files.out)
+    outputs = [p for p in (files.out, files.trace_out, dcgm_path) if p]
     ensure_absent(*outputs)
     # Here, in the job's own process (after the fork server's fork), before the workload is built: what
     # it starts from now on (the sampler, a kernel binary, HFTA's workers) runs on the same CPUs.
-    pinning = host.pin_for_gpu(getattr(args, "pin", "auto"), target.gpu_index)
+    pinning = host.pin_for_gpu(settings.pin, target.gpu_index)
     print(f"host: {pinning.note}", file=sys.stderr)
-    started = _begin(args, target, describe)
+    started = _begin(files, target, describe)
     gpus = [] if target.gpu_index is None else [target.gpu_index]
     source = open_source(gpus or None)
     try:
         with monitor_if_requested(gpus, dcgm_path) as dcgm:  # DCGM metrics beside the telemetry, if any
-            result = harness.measure(source, telemetry_settings(args), prepare)
+            result = harness.measure(source, settings.telemetry, prepare)
     finally:
         source.close()
     reps = attach(result.reps, result.trace.frame)
@@ -129,27 +153,27 @@ def run_job(
     reps.insert(0, "device", source.devices()[0])
     reps.insert(0, "profile", target.profile["name"])
     record = provenance.finish(started, {"measurement": result.summary(), "dcgm": dcgm})
-    if args.out:
-        write_raw(reps, args.out, record)
+    if files.out:
+        write_raw(reps, files.out, record)
     else:
         reps.to_csv(sys.stdout, index=False)
-    if args.trace_out:
-        write_raw(result.trace.frame, args.trace_out, record)
+    if files.trace_out:
+        write_raw(result.trace.frame, files.trace_out, record)
     _report(result, reps)
     return reps
 
 
 def record_failure(
-    args: argparse.Namespace, target: Target, describe: dict[str, Any], reason: str, status: str = "failed"
+    files: JobFiles, target: Target, describe: dict[str, Any], reason: str, status: str = "failed"
 ) -> int:
     """A point that cannot be measured here (out of memory, a compiler error, a tool that is absent): one
     row with its status (`failed` unless a study tells them apart: `oom`, `skipped`) and the reason, and an
     empty trace, each with a provenance sidecar, so a sweep files the point and goes on. Returns the exit
     status: 0 once recorded in --out, 1 without --out."""
     print(f"point {status}: {reason}", file=sys.stderr)
-    if not args.out:
+    if not files.out:
         return 1
-    record = provenance.finish(_begin(args, target, describe), {status: reason})
+    record = provenance.finish(_begin(files, target, describe), {status: reason})
     device = "cpu" if target.gpu_index is None else str(target.gpu_index)
     row = {
         "profile": target.profile["name"],
@@ -158,10 +182,10 @@ def record_failure(
         "status": status,
         "reason": reason,
     }
-    write_raw(pd.DataFrame([row]), args.out, record)
-    if args.trace_out:
-        write_raw(pd.DataFrame(columns=[*SAMPLE_COLUMNS, "phase"]), args.trace_out, record)
-    print(f"recorded as {status} in {args.out}", file=sys.stderr)
+    write_raw(pd.DataFrame([row]), files.out, record)
+    if files.trace_out:
+        write_raw(pd.DataFrame(columns=[*SAMPLE_COLUMNS, "phase"]), files.trace_out, record)
+    print(f"recorded as {status} in {files.out}", file=sys.stderr)
     return 0
 
 

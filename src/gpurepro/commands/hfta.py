@@ -34,6 +34,8 @@ from .options import (
     add_measurement_options,
     default_gpu,
     gpu_or_cpu,
+    job_files,
+    job_settings,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -188,15 +190,15 @@ def run(args: argparse.Namespace) -> int:
         try:
             binary = control_binary()
         except MpsUnavailable as why:  # no MPS on this machine: the point says so, with no numbers
-            return record_failure(args, target, describe, str(why), status="skipped")
+            return record_failure(job_files(args), target, describe, str(why), status="skipped")
         if target.gpu_index is None:
             raise GpureproError(
                 "--mode mps runs B processes under the MPS daemon and needs a GPU, not the cpu"
             )
     point = Point(args.mode, args.models, settings, target.gpu_index, args.worker_timeout_s, binary)
     try:
-        run_job(args, target, describe, lambda: workload(point))
+        run_job(job_settings(args), target, describe, lambda: workload(point))
     except PointOutcome as outcome:
-        return record_failure(args, target, describe, outcome.reason, status=outcome.status)
+        return record_failure(job_files(args), target, describe, outcome.reason, status=outcome.status)
     print(f"done: {label}", file=sys.stderr)
     return 0

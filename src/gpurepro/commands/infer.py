@@ -17,7 +17,7 @@ from ..inference.modes import MODES, cast_protocol
 from ..measure_job import record_failure, resolve_target, run_job
 from ..point_failure import PointFailed, first_line
 from ..precision import PRECISIONS, pick_precision
-from .options import add_measurement_options, default_gpu, gpu_or_cpu, positive_int
+from .options import add_measurement_options, default_gpu, gpu_or_cpu, job_files, job_settings, positive_int
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
@@ -119,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
         return inference_workload(build, args.mode, precision, args.min_run_time, args.warmup, label)
 
     try:
-        run_job(args, target, describe, prepare)
+        run_job(job_settings(args), target, describe, prepare)
     except PointFailed as failure:
-        return record_failure(args, target, describe, f"{args.mode}: {failure}")
+        return record_failure(job_files(args), target, describe, f"{args.mode}: {failure}")
     except torch.OutOfMemoryError as err:
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        return record_failure(args, target, describe, f"out of memory: {first_line(err)}")
+        return record_failure(job_files(args), target, describe, f"out of memory: {first_line(err)}")
     print(f"done: {label}", file=sys.stderr)
     return 0

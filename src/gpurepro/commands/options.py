@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import nvml
 from ..harness import TelemetrySettings
 from ..host import PIN_MODES
+from ..measure_job import JobFiles, JobSettings
 from ..telemetry import SAMPLERS
 
 
@@ -133,6 +134,16 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
             help="seconds of active idle (model built and warm, device at rest) in an energy window of its "
             f"own, after the model is prepared (default {defaults.active_idle_seconds:g})",
         )
+
+
+def job_settings(args: argparse.Namespace) -> JobSettings:
+    """What add_measurement_options asked for, as the measuring job takes it (measure_job.run_job)."""
+    return JobSettings(job_files(args), telemetry_settings(args), args.dcgm_out, args.pin)
+
+
+def job_files(args: argparse.Namespace) -> JobFiles:
+    """Where a measuring subcommand files its point, measured or failed (measure_job.record_failure)."""
+    return JobFiles(args.out, args.trace_out, args.config_hash)
 
 
 def telemetry_settings(args: argparse.Namespace) -> TelemetrySettings:

@@ -14,8 +14,8 @@ from ..harness import Workload
 from ..measure_job import resolve_target, run_job
 from ..sgemm import torch_mm
 from ..sgemm.kernels import KERNEL_BACKENDS, KernelSgemm
-from ..training.noise import add_noise_options, noise_during
-from .options import add_measurement_options, gpu_or_cpu, positive_int
+from ..training.noise import READY_TIMEOUT_S, WORKLOADS, NoiseSettings, noise_during
+from .options import add_measurement_options, gpu_or_cpu, job_settings, positive_int
 
 # FP32 accumulation over N terms of uniform(-0.5, 0.5) data: errors grow about sqrt(N) * 6e-8, so 1e-5
 # at N=25536; 1e-4 leaves headroom for blocked summation orders yet catches any wrong element or block.
@@ -49,6 +49,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_measurement_options(parser)
     add_noise_options(parser)
     parser.set_defaults(func=run)
+
+
+def add_noise_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("noise workload (on other GPUs while this one is measured)")
+    group.add_argument(
+        "--noise-workload", choices=WORKLOADS, default="none",
+        help="resnet50: `gpurepro train resnet50 --until-stopped` on --noise-gpus for the whole measurement",
+    )  # fmt: skip
+    group.add_argument("--noise-gpus", help="GPU indices for the noise (e.g. 1,2,3), or 'cpu'")
+    group.add_argument(
+        "--noise-args", default="",
+        help="further options of `gpurepro train resnet50`, e.g. '--batch-size 256 --precision fp16'",
+    )  # fmt: skip
+    group.add_argument(
+        "--noise-ready-timeout-s", type=float, default=READY_TIMEOUT_S,
+        help=f"longest wait for the noise to finish its warm-up (default {READY_TIMEOUT_S:g})",
+    )  # fmt: skip
+
+
+def noise_settings(args: argparse.Namespace) -> NoiseSettings:
+    return NoiseSettings(
+        args.noise_workload, args.noise_gpus, args.noise_args, args.noise_ready_timeout_s, args.profile
+    )
 
 
 def torch_workload(args: argparse.Namespace, device: torch.device) -> Workload:
@@ -91,6 +114,6 @@ def run(args: argparse.Namespace) -> int:
     describe = {"backend": args.backend, "n": args.n, "data_mode": args.mode, "run": args.run}
     # Noise (if asked for) runs on the other GPUs from before the cool-down to after the energy window,
     # and is stopped however the measurement ends; its GPUs go into the table and the provenance.
-    with noise_during(args, args.gpu) as noise:
-        run_job(args, target, {**describe, **noise.describe}, noise.watch(prepare))
+    with noise_during(noise_settings(args), args.gpu) as noise:
+        run_job(job_settings(args), target, {**describe, **noise.describe}, noise.watch(prepare))
     return 0

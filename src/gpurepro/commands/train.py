@@ -24,7 +24,7 @@ from .. import nvml
 from ..datasets.specs import SOURCES, SPECS
 from ..datasets.workers import resolve_workers
 from ..errors import GpureproError
-from ..measure_job import Target, record_failure, resolve_target
+from ..measure_job import JobFiles, Target, record_failure, resolve_target
 from ..point_failure import first_line
 from ..precision import PRECISIONS, pick_precision
 from ..results import ensure_absent
@@ -117,8 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--out", type=Path, help="per-interval CSV (with a provenance sidecar)")
     group.add_argument("--ready-file", type=Path, help="written once the warm-up is done (noise workload)")
     add_config_hash_option(group)
-    # record_failure writes a trace beside a failed point's table where there is one; training has none.
-    parser.set_defaults(func=run, trace_out=None)
+    parser.set_defaults(func=run)
 
 
 def _device_check(args: argparse.Namespace) -> str:
@@ -228,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         ensure_absent(args.out)
     if processes == 1:
-        return _single(args, target, job)
+        return _single(target, job)
     from ..training import launch
 
     try:
@@ -240,11 +239,16 @@ def run(args: argparse.Namespace) -> int:
         print("stopped by a signal; every rank stopped", file=sys.stderr)
         return 0
     if failure:
-        return record_failure(args, target, job.describe, failure)
+        return _record_failure(target, job, failure)
     return 0
 
 
-def _single(args: argparse.Namespace, target: Target, job: TrainJob) -> int:
+def _record_failure(target: Target, job: TrainJob, reason: str) -> int:
+    """The run's failure in --out; training writes no telemetry trace beside it."""
+    return record_failure(JobFiles(job.out, config_hash=job.config_hash), target, job.describe, reason)
+
+
+def _single(target: Target, job: TrainJob) -> int:
     """One process, no DDP wrapper: the 1-GPU (or CPU) baseline."""
     from ..training import rank
     from ..training.distributed import SINGLE
@@ -256,7 +260,7 @@ def _single(args: argparse.Namespace, target: Target, job: TrainJob) -> int:
     except RuntimeError as err:  # torch.OutOfMemoryError is one
         if not rank.out_of_memory(err):
             raise
-        return record_failure(args, target, job.describe, f"out of memory: {first_line(err)}")
+        return _record_failure(target, job, f"out of memory: {first_line(err)}")
     rank.publish(job, started, result)
     return 0
 

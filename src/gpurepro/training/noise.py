@@ -10,7 +10,6 @@ itself during the timed reps fails the measurement rather than label it "with no
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import shlex
@@ -34,21 +33,15 @@ READY_TIMEOUT_S = 600.0
 STOP_GRACE_S = 60.0
 
 
-def add_noise_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("noise workload (on other GPUs while this one is measured)")
-    group.add_argument(
-        "--noise-workload", choices=WORKLOADS, default="none",
-        help="resnet50: `gpurepro train resnet50 --until-stopped` on --noise-gpus for the whole measurement",
-    )  # fmt: skip
-    group.add_argument("--noise-gpus", help="GPU indices for the noise (e.g. 1,2,3), or 'cpu'")
-    group.add_argument(
-        "--noise-args", default="",
-        help="further options of `gpurepro train resnet50`, e.g. '--batch-size 256 --precision fp16'",
-    )  # fmt: skip
-    group.add_argument(
-        "--noise-ready-timeout-s", type=float, default=READY_TIMEOUT_S,
-        help=f"longest wait for the noise to finish its warm-up (default {READY_TIMEOUT_S:g})",
-    )  # fmt: skip
+@dataclass(frozen=True)
+class NoiseSettings:
+    """The noise a measurement asks for (the --noise-* options of `gpurepro sgemm`)."""
+
+    workload: str = "none"  # one of WORKLOADS; none: no noise
+    gpus: str | None = None  # GPU indices for the noise, such as '1,2,3', or 'cpu'
+    extra_args: str = ""  # further options of `gpurepro train resnet50`, as one shell-quoted string
+    ready_timeout_s: float = READY_TIMEOUT_S  # longest wait for the noise to finish its warm-up
+    profile: str | None = None  # the device profile the noise's training is checked against
 
 
 @dataclass
@@ -122,25 +115,25 @@ def wait_until_ready(process: subprocess.Popen, ready_file: Path, timeout_s: flo
 
 
 @contextlib.contextmanager
-def noise_during(args: argparse.Namespace, measured: int | str) -> Iterator[Noise]:
-    """The noise the options ask for, running for the length of the block (or none)."""
-    if args.noise_workload == "none":
-        if args.noise_gpus:
+def noise_during(settings: NoiseSettings, measured: int | str) -> Iterator[Noise]:
+    """The noise the settings ask for, running for the length of the block (or none)."""
+    if settings.workload == "none":
+        if settings.gpus:
             raise GpureproError("--noise-gpus needs --noise-workload resnet50")
         yield Noise()
         return
-    gpus = _noise_gpus(args.noise_gpus, measured)
+    gpus = _noise_gpus(settings.gpus, measured)
     with tempfile.TemporaryDirectory(prefix="gpurepro-noise-") as folder:
         ready = Path(folder) / "ready"
-        command = noise_command(args.noise_workload, gpus, ready, args.noise_args, args.profile)
+        command = noise_command(settings.workload, gpus, ready, settings.extra_args, settings.profile)
         # Its output goes to this job's stderr (the log); stdout stays this command's own.
         with background_process(command, STOP_GRACE_S, stdout=2, stderr=2) as process:
             print(f"noise: started pid {process.pid}: {shlex.join(command)}", file=sys.stderr, flush=True)
-            waited = wait_until_ready(process, ready, args.noise_ready_timeout_s)
+            waited = wait_until_ready(process, ready, settings.ready_timeout_s)
             print(
-                f"noise: {args.noise_workload} training on {gpus}, warmed up after {waited:.0f} s",
+                f"noise: {settings.workload} training on {gpus}, warmed up after {waited:.0f} s",
                 file=sys.stderr,
                 flush=True,
             )
-            yield Noise(process, {"noise_workload": args.noise_workload, "noise_gpus": gpus})
+            yield Noise(process, {"noise_workload": settings.workload, "noise_gpus": gpus})
         print(f"noise: stopped (pid {process.pid}, exit status {process.returncode})", file=sys.stderr)
