@@ -3,9 +3,9 @@ sharing one GPU (`concurrent`), as B processes under the MPS daemon (`mps`), and
 one wide model in one process (`hfta`, the fusion library `gpurepro.hfta`), as throughput curves over B.
 
 Modules: `training` (one training process), `launcher` (the B processes of concurrent/mps), `worker` (the
-entry point each of them starts from), `mps` (the daemon's lifetime), `dcgm` (metrics beside the run,
-where DCGM exists), `point` (one sweep point under the shared harness), `summary` (the tidy table,
-normalised throughput and speedups), `plot`.
+entry point each of them starts from), `mps` (the daemon's lifetime), `dcgm_summary` (DCGM metrics of
+each point's training window, where DCGM sampled them), `point` (one sweep point under the shared
+harness), `summary` (the tidy table, normalised throughput and speedups), `plot`.
 """
 
 from collections.abc import Mapping

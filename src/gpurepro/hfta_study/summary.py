@@ -34,7 +34,7 @@ from ..process_stats import ratio_interval
 from ..results import read_sidecar
 from ..tables import long_frame, point_keys, single
 from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
-from .dcgm import dcgm_means
+from .dcgm_summary import dcgm_means
 
 POINT_KEYS = ["workload", "mode", "step", "precision", "b", "run"]
 # What else must match for two points to be compared (normalised throughput, speedups).

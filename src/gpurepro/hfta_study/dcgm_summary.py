@@ -1,7 +1,7 @@
-"""DCGM metrics of a point's training: every measuring job samples DCGM beside its telemetry where DCGM
-exists (`--dcgm-out auto`: `<stem>.dcgm.csv` beside the raw table, see gpurepro.profiling.dcgm), and its
-sidecar says why not where it does not. Here: the mean of each field over the training window only (the
-job's idle baseline and set-up are sampled too), or that note."""
+"""DCGM metrics of an HFTA point, summarised for its row of the study's table: every measuring job samples
+DCGM beside its telemetry where DCGM exists (`--dcgm-out auto`: `<stem>.dcgm.csv` beside the raw table,
+see gpurepro.profiling.dcgm), and its sidecar says why not where it does not. Here: the mean of each
+field over the training window only (the job's idle baseline and set-up are sampled too), or that note."""
 
 from __future__ import annotations
 
