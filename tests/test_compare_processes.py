@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpurepro.compare import match, spread
+from gpurepro.compare import hostbound, match, spread
 from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME
 from gpurepro.compare.runs import load_run
 from gpurepro.errors import GpureproError
@@ -233,3 +233,14 @@ def test_the_measured_spreads_load_and_a_bad_file_names_its_key(tmp_path: Path) 
         spread.load(bad)
     with pytest.raises(GpureproError, match="do not exist"):
         spread.load(tmp_path / "absent.yaml")
+
+
+def test_a_speedup_over_a_host_paced_baseline_is_host_paced() -> None:
+    """The fused array at B=32 is GPU-bound, but its speedup over serial moves with the serial rate: read
+    against the host-paced spread; over MPS at B=32 both sides are GPU-bound."""
+    fused = {"mode": "hfta", "b": "32", "step": "stock", "baseline_step": "stock", "baseline_b": "1"}
+    over_serial = hostbound.pace("hfta", {**fused, "baseline": "serial"}, "speedup", "x", math.nan)
+    over_mps = hostbound.pace(
+        "hfta", {**fused, "baseline": "mps", "baseline_b": "32"}, "speedup", "x", math.nan
+    )
+    assert (over_serial, over_mps) == ("host_paced", "gpu_bound")

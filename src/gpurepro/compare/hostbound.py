@@ -8,7 +8,7 @@ measured (config/between_process.yaml), a GPU-bound one against the GPU-bound sp
 - inference: a point whose GPU was busy less than HOST_BOUND_BELOW_PCT of its energy window in both runs
   (a host-bound point; each of its rows says so);
 - hfta: a stock step at B <= HFTA_HOST_PACED_B, or serial mode (B models one after another, each a
-  small step the host launches);
+  small step the host launches), and a speedup over such a baseline;
 and everything else GPU-bound. Figures taken at rest (idle and active idle power, clocks) are not paced by
 the host at any point: GPU-bound.
 """
@@ -45,15 +45,26 @@ def at_rest(metric: str, unit: str) -> bool:
     return metric in AT_REST or unit in CLOCK_UNITS
 
 
-def _hfta_host_paced(keys: dict[str, str]) -> bool:
-    """A stock step at small B, or serial mode (hfta.csv's columns step, b and mode)."""
-    if keys.get("mode") == HFTA_SERIAL:
+def _hfta_side_host_paced(mode: str | None, b: str | None, step: str | None) -> bool:
+    """A stock step at small B, or serial mode."""
+    if mode == HFTA_SERIAL:
         return True
     try:
-        b = float(keys.get("b", ""))
+        models = float(b or "")
     except ValueError:
         return False
-    return (keys.get("step") or HFTA_STOCK_STEP) == HFTA_STOCK_STEP and b <= HFTA_HOST_PACED_B
+    return (step or HFTA_STOCK_STEP) == HFTA_STOCK_STEP and models <= HFTA_HOST_PACED_B
+
+
+def _hfta_host_paced(keys: dict[str, str]) -> bool:
+    """A point of hfta.csv (columns mode, b and step) that the host paces; a speedup of hfta_speedup.csv
+    where either side is (the fused array over a serial baseline moves with the serial rate: columns
+    baseline, baseline_b and baseline_step)."""
+    if _hfta_side_host_paced(keys.get("mode"), keys.get("b"), keys.get("step")):
+        return True
+    return "baseline" in keys and _hfta_side_host_paced(
+        keys.get("baseline"), keys.get("baseline_b"), keys.get("baseline_step")
+    )
 
 
 def pace(study: str, keys: dict[str, str], metric: str, unit: str, bound: float) -> str:
