@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpurepro.hfta import FusedArray, fused_loss, fused_optimizer, workload
 from gpurepro.hfta.conv_forms import ConvForms
-from gpurepro.hfta.modules import FusedBatchNorm, FusedConv, FusedLinear, fuse_layers
+from gpurepro.hfta.ops import FusedBatchNorm, FusedConv, FusedLinear, fuse_layers
 
 B = 3
 SMALL = {

@@ -12,7 +12,7 @@ The merged strategy (merged.py) runs B models' convolutions as one. It has three
 Which is fastest depends on the shape and the GPU, so `ConvForms("auto")` times the forms that apply,
 forward and backward, the first time it meets a shape on a GPU in cuDNN's benchmark mode, and keeps the
 fastest, as cuDNN's benchmark mode does among its own algorithms. Elsewhere "auto" is grouped. The
-fused convolutions (modules.FusedConv) call it at every step, so a form is re-timed for each shape the
+fused convolutions (ops.conv.FusedConv) call it at every step, so a form is re-timed for each shape the
 fused modules meet; under torch.compile no timing runs (it cannot be traced): a compiled step takes the
 form an eager step timed fastest, leaving the Triton kernels out of the graph.
 """

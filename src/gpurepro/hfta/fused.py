@@ -3,9 +3,9 @@
 Each parameter and buffer of the B models is stacked into one tensor with a leading model dimension
 ([B, ...]). The forward runs the architecture once for all B models, by one of two strategies:
 
-- `merged` (merged.py, modules.py), HFTA's own: the models' activations are one tensor with their
+- `merged` (merged.py, layout.py, ops/), HFTA's own: the models' activations are one tensor with their
   channels side by side, [N, B*C, ...] (an MLP's stay [B, N, features]), and the architecture's forward
-  runs on it with each convolution, batch norm and linear layer replaced by its fused module holding the
+  runs on it with each convolution, batch norm and linear layer replaced by its fused op holding the
   B models' stacked parameters (a convolution one grouped convolution, batch norm one batch norm over
   B*C channels, a linear layer one batched matmul): `stacked` is then an ordinary nn.Module, with no
   mode or wrapper on its forward, that costs the host about what one model costs and that torch.compile
@@ -26,8 +26,8 @@ jobs would.
 Under vmap, scaled-dot-product attention is limited to its math backend: the CPU
 flash-attention kernel has no batching rule (vmap would fall back to a Python loop over the models),
 and on CUDA the memory-efficient kernel's backward fails on vmap's batched layout ("LSE is not correctly
-aligned", torch 2.11). fused_ops.FusedOps puts right the ops vmap's batching rules get wrong: batch norm
-(channels-last) and the casts of autocast (see fused_ops.py).
+aligned", torch 2.11). vmap_repairs.VmapRepairs puts right the ops vmap's batching rules get wrong:
+batch norm (channels-last) and the casts of autocast (see vmap_repairs.py).
 
 Channels-last (`channels_last=True`, for image models on a GPU): both strategies merge the model
 dimension into the channels ([B, N, C, H, W] -> [N, B*C, H, W], weights [B, O, I, k, k] -> [B*O, I, k, k])
@@ -52,9 +52,10 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .conv_forms import ConvForms
 from .errors import FusionError
-from .fused_ops import FusedOps
-from .merged import merge_models, runs_model_major, split_models, why_not_merged
-from .modules import fuse_layers
+from .layout import merge_models, split_models
+from .merged import runs_model_major, why_not_merged
+from .ops import fuse_layers
+from .vmap_repairs import VmapRepairs
 
 STRATEGIES = ("auto", "merged", "vmap")
 
@@ -163,7 +164,7 @@ class FusedArray(nn.Module):
 
     `stacked` holds the architecture with every parameter and buffer stacked to [B, ...], under the
     models' own names (`parameters()`, `state_dict()`, `.to(device)` work on it): merged, with its layers
-    replaced by fused ones (modules.py); under vmap, the architecture's own modules, called through
+    replaced by fused ops (ops/); under vmap, the architecture's own modules, called through
     functional_call.
     `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run.
     `conv_form`: how the merged strategy runs 2-D convolutions, "auto", "grouped", "matmul" or "triton"
@@ -222,7 +223,7 @@ class FusedArray(nn.Module):
             return split_models(self.stacked(merge_models(x)), self.B)
         params = dict(self.stacked.named_parameters())
         buffers = dict(self.stacked.named_buffers())
-        with sdpa_kernel([SDPBackend.MATH]), FusedOps(x.device.type):
+        with sdpa_kernel([SDPBackend.MATH]), VmapRepairs(x.device.type):
             return vmap(self._forward_one, randomness="different")(params, buffers, x)
 
     def arrange(self, x: Tensor) -> Tensor:

@@ -1,14 +1,14 @@
-"""Which architectures run merged, and the merged layout: B models as one model whose channels are the
-B models' channels side by side.
+"""Which architectures run merged: those made of layers that have a fused op or act per channel.
 
 The `merged` strategy of FusedArray. The B models' activations are one tensor [N, B*C, *space] (model
-b's channels at b*C to (b+1)*C) and the architecture's own forward runs on it with each convolution,
-batch norm and linear layer replaced by its fused module (modules.py: a grouped convolution, a batch
+b's channels at b*C to (b+1)*C, layout.py) and the architecture's own forward runs on it with each
+convolution, batch norm and linear layer replaced by its fused op (ops/: a grouped convolution, a batch
 norm over B*C channels, a batched matmul). Every other op of the forward runs as it is, so it must act
 per channel or per element: ReLU, addition of same-shaped tensors, max and adaptive average pooling,
 dropout and flattening from dim 1. Any other op could mix the models (a reshape, a mean over the
-channels, attention), so only architectures made of the modules in MERGEABLE run merged
-(`why_not_merged` names the first module that is not); vmap (fused.py) runs the rest.
+channels, attention), so only architectures made of the modules in MERGEABLE_CONTAINERS and
+MERGEABLE_LAYERS run merged (`why_not_merged` names the first module that is not); vmap (fused.py)
+runs the rest.
 
 Why merged at all: it computes what vmap computes, without vmap's cost per op and per step (wrapping
 every tensor, functional_call swapping every parameter, the batching rules' layout changes: copies
@@ -21,26 +21,14 @@ merged at B=32, 49.4 and 16.6 ms at B=8; at B=1 a vmap step took 33 ms, hand-wri
 
 from __future__ import annotations
 
-from torch import Tensor, nn
+from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
+
+from .ops import FUSED_LAYERS, PER_CHANNEL_LAYERS
 
 # Containers whose forward calls only their submodules, elementwise additions and torch.flatten(x, 1).
 MERGEABLE_CONTAINERS = (nn.Sequential, ResNet, BasicBlock, Bottleneck)
-MERGEABLE_LAYERS = (
-    nn.Conv1d,
-    nn.Conv2d,
-    nn.Conv3d,
-    nn.BatchNorm1d,
-    nn.BatchNorm2d,
-    nn.BatchNorm3d,
-    nn.Linear,
-    nn.ReLU,
-    nn.MaxPool2d,
-    nn.AdaptiveAvgPool2d,
-    nn.Dropout,
-    nn.Flatten,
-    nn.Identity,
-)
+MERGEABLE_LAYERS = (*FUSED_LAYERS, *PER_CHANNEL_LAYERS)
 
 
 def _layer_settings_problem(module: nn.Module) -> str | None:
@@ -76,15 +64,3 @@ MODEL_MAJOR = (nn.Sequential, nn.Linear, nn.ReLU, nn.Dropout, nn.Identity)
 def runs_model_major(model: nn.Module) -> bool:
     """Whether `model` (mergeable) is made of MODEL_MAJOR modules alone (an MLP)."""
     return all(type(module) in MODEL_MAJOR for module in model.modules())
-
-
-def merge_models(x: Tensor) -> Tensor:
-    """The models' inputs [B, N, C, *space] as one [N, B*C, *space] (a view for a channels-last array's
-    arranged images, [N, H, W, B, C] in memory)."""
-    x = x.transpose(0, 1)
-    return x.reshape(x.shape[0], -1, *x.shape[3:])
-
-
-def split_models(y: Tensor, B: int) -> Tensor:
-    """A merged output [N, B*K, *rest] as the models' outputs [B, N, K, *rest]."""
-    return y.reshape(y.shape[0], B, -1, *y.shape[2:]).transpose(0, 1)

@@ -1,7 +1,8 @@
-"""The ops of a fused forward that vmap's batching rules get wrong or cannot run, put right.
+"""The ops of a vmap forward that vmap's batching rules get wrong or cannot run, put right.
 
-`FusedOps` is a torch function mode, active during every fused forward (FusedArray.forward), that
-changes three things.
+`VmapRepairs` is a torch function mode, active during every forward of a fused array that runs the
+vmap strategy (FusedArray.forward; the merged strategy's fused ops need none), that changes three
+things.
 
 Batch norm runs through aten.native_batch_norm, not F.batch_norm. F.batch_norm's dispatch
 (aten::_batch_norm_impl_index) asks whether the input is channels-last contiguous to choose cuDNN, and
@@ -90,7 +91,10 @@ def _is_global(output_size: Any) -> bool:
     return output_size is not None and tuple(output_size) == (1, 1)
 
 
-class FusedOps(TorchFunctionMode):
+class VmapRepairs(TorchFunctionMode):
+    """Batch norm and global average pooling through ops that batch well, and autocast's casts put back
+    (see the module docstring), for the forward run under vmap on `device_type`."""
+
     def __init__(self, device_type: str) -> None:
         super().__init__()
         autocast = torch.is_autocast_enabled(device_type)
