@@ -172,8 +172,10 @@ def _to_layout(x: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
-class _Trainer:
-    """One training step of a module: forward and loss under autocast, backward through the scaler."""
+class Trainer:
+    """One training step of a module, as every unit of the study takes it: forward and loss under
+    autocast (fp16/bf16), backward through the gradient scaler (fp16), optimizer step. Public, so that a
+    benchmark times the very step the study runs rather than a copy of it."""
 
     def __init__(
         self,
@@ -222,7 +224,7 @@ def _peak_memory(device: torch.device) -> tuple[float, str]:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "cpu_max_rss"
 
 
-def _compile(trainer: _Trainer, batch: Batch) -> int:
+def _compile(trainer: Trainer, batch: Batch) -> int:
     """One eager step on `batch`, then the trainer's module compiled (torch.compile; compiling happens at
     its first call); the number of steps run (1). The eager step does the one-time work a trace must not
     contain: cuDNN's algorithm search, the fused convolutions' timing of their forms, lazy state."""
@@ -256,7 +258,7 @@ def _timed_steps(
 
 
 def _run(
-    trainer: _Trainer,
+    trainer: Trainer,
     batches: list[Batch],
     settings: TrainSettings,
     device: torch.device,
@@ -319,7 +321,7 @@ class Unit:
     """A unit ready to train: its trainer (one step: `trainer.step(x, y)`), its batches on the device,
     and how many models it trains."""
 
-    trainer: _Trainer
+    trainer: Trainer
     batches: list[Batch]
     device: torch.device
     models: int
@@ -339,7 +341,7 @@ def single_unit(settings: TrainSettings, model: int) -> Unit:
         (_to_layout(x, layout), y)
         for x, y in islice(batch_stream(spec, settings, model, device), settings.data_batches)
     ]
-    trainer = _Trainer(
+    trainer = Trainer(
         net, _optimizer(net.parameters(), settings), F.cross_entropy, settings.precision, device.type
     )
     return Unit(trainer, batches, device, 1)
@@ -367,7 +369,7 @@ def fused_unit(settings: TrainSettings, count: int) -> Unit:
         images = array.arrange(torch.stack([x for x, _ in pairs]))  # channels-last once, not every step
         batches.append((images, torch.stack([y for _, y in pairs])))
     optimizer = hfta.fused_optimizer(array, settings.optimizer, settings.lr, momentum=MOMENTUM)
-    trainer = _Trainer(
+    trainer = Trainer(
         array, optimizer, lambda logits, y: hfta.fused_loss(logits, y).sum(), settings.precision, device.type
     )
     return Unit(trainer, batches, device, count)
