@@ -5,9 +5,9 @@ arithmetic on all B x batch images (what a dense model of the B models' work wou
     python benchmarks/hfta_conv_forms.py --b-values 8 32
 
 The shapes are read from torchvision's ResNet-18 at the given image size with forward hooks; each row
-times one shape as conv_forms.ConvForms does when it chooses (fp16 autocast, channels-last, cuDNN's
-benchmark mode, one untimed call, then the mean of 3), and says how many convolutions of the network have
-it. The total weighs each row by that count.
+times one shape as ConvForms (gpurepro.hfta.ops.conv_forms) does when it chooses, with its fwd_bwd_ms
+(fp16 autocast, channels-last, cuDNN's benchmark mode, one untimed call, then the mean of 3), and says
+how many convolutions of the network have it. The total weighs each row by that count.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from gpurepro.hfta.conv_forms import _fwd_bwd_ms
-from gpurepro.hfta.conv_matmul import conv2d_as_matmul
-from gpurepro.hfta.conv_triton import conv2d_implicit_gemm, triton_problem
-from gpurepro.hfta.conv_triton_layers import layer_form_applies
+from gpurepro.hfta.ops.conv_forms import (
+    conv2d_as_matmul,
+    conv2d_implicit_gemm,
+    fwd_bwd_ms,
+    layer_form_applies,
+    triton_problem,
+)
 
 Shape = tuple[int, int, int, int, int, int, int]  # in channels, out, kernel, stride, padding, height, width
 
@@ -61,11 +64,11 @@ def form_times(shape: Shape, B: int, batch: int, device: torch.device) -> dict[s
     times = {}
     with torch.autocast("cuda", dtype=torch.float16):
         for name, run in forms.items():
-            times[name] = _fwd_bwd_ms(run, x, weight, None)
+            times[name] = fwd_bwd_ms(run, x, weight, None)
         dense_x = torch.randn(B * batch, c, h, w, device=device, dtype=torch.float16)
         dense_x = dense_x.to(memory_format=torch.channels_last).requires_grad_(not stem)
         dense_w = weight[:o].detach().clone().requires_grad_()
-        times["dense"] = _fwd_bwd_ms(lambda x, w, b: F.conv2d(x, w, b, s, p), dense_x, dense_w, None)
+        times["dense"] = fwd_bwd_ms(lambda x, w, b: F.conv2d(x, w, b, s, p), dense_x, dense_w, None)
     return times
 
 

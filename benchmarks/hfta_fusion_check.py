@@ -30,8 +30,8 @@ import torch
 
 from gpurepro.hfta import OPTIMIZERS, WORKLOAD_NAMES, workload
 from gpurepro.hfta.agreement import TOLERANCES, compare_training
-from gpurepro.hfta.conv_forms import CONV_FORMS
 from gpurepro.hfta.fused import STRATEGIES
+from gpurepro.hfta.ops.conv_forms import CONV_FORMS
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -14,8 +14,7 @@ from torch import nn
 
 from gpurepro.hfta import FusedArray, FusedSGD, FusionError, workload
 from gpurepro.hfta.agreement import compare_training
-from gpurepro.hfta.conv_forms import ConvForms
-from gpurepro.hfta.conv_matmul import conv2d_as_matmul
+from gpurepro.hfta.ops.conv_forms import ConvForms, conv2d_as_matmul
 
 B = 3
 # (in channels, out channels, kernel, stride, padding, map size) per model: ResNet's stem, 3x3 and

@@ -11,10 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gpurepro.hfta import FusedArray, FusionError, conv_forms, conv_triton, conv_triton_layers
-from gpurepro.hfta.conv_matmul import as_pair
-from gpurepro.hfta.conv_triton import conv2d_implicit_gemm, triton_problem
-from gpurepro.hfta.triton_launch import launch_hooks_set
+from gpurepro.hfta import FusedArray, FusionError
+from gpurepro.hfta.ops.conv_forms import choice
+from gpurepro.hfta.ops.conv_forms.sizes import as_pair
+from gpurepro.hfta.ops.conv_forms.triton import conv2d_implicit_gemm, layers, stem, triton_problem
+from gpurepro.hfta.ops.conv_forms.triton.launch import launch_hooks_set
 
 from .conftest import needs_gpu
 
@@ -66,7 +67,7 @@ def test_triton_convolution_matches_conv2d(
 
 def test_weight_gradient_sums_several_pixel_splits(monkeypatch: pytest.MonkeyPatch) -> None:
     """With splits of 128 pixels, 2 images of 13x13 (338 pixels) make three splits, the last part-filled."""
-    monkeypatch.setattr(conv_triton, "_WGRAD_ROWS_PER_SPLIT", 128)
+    monkeypatch.setattr(stem, "_WGRAD_ROWS_PER_SPLIT", 128)
     x = torch.randn(2, 6, 26, 26, dtype=torch.float16).to(DEVICE)
     weight = torch.randn(16, 3, 7, 7, dtype=torch.float64)
     mine = weight.to(DEVICE, copy=True).requires_grad_()
@@ -95,7 +96,7 @@ def test_layer_convolution_matches_conv2d(
     monkeypatch: pytest.MonkeyPatch, B: int, in_c: int, out_c: int, k, stride, padding, size, bias: bool,
     last: bool, dtype: torch.dtype,
 ) -> None:  # fmt: skip
-    monkeypatch.setattr(conv_triton_layers, "_WGRAD_ROWS_PER_SPLIT", 64)
+    monkeypatch.setattr(layers, "_WGRAD_ROWS_PER_SPLIT", 64)
     dtype = dtype if DEVICE.type == "cpu" else torch.float16
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(2, B * in_c, *size, generator=generator, dtype=torch.float64)
@@ -139,8 +140,8 @@ def test_fused_array_runs_its_convolutions_in_triton_where_they_apply(
     second runs in the layers' kernels where its channels are a multiple of 16, else grouped; either
     way the array computes what the all-grouped array does."""
     calls = []
-    implicit_gemm = conv_forms.conv2d_implicit_gemm
-    monkeypatch.setattr(conv_forms, "conv2d_implicit_gemm", lambda *a: calls.append(a) or implicit_gemm(*a))
+    implicit_gemm = choice.conv2d_implicit_gemm
+    monkeypatch.setattr(choice, "conv2d_implicit_gemm", lambda *a: calls.append(a) or implicit_gemm(*a))
     torch.manual_seed(0)
     models = [_small_cnn(width) for _ in range(2)]
     inputs = torch.randn(2, 8, 3, 16, 16, device=DEVICE)
@@ -182,7 +183,7 @@ def test_triton_form_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_gpu
 def test_layer_kernels_are_launched_directly_after_their_first_call() -> None:
-    """The second call of each kernel calls its compiled binary (triton_launch.CachedLaunch), and computes
+    """The second call of each kernel calls its compiled binary (launch.CachedLaunch), and computes
     exactly what the first, launched through Triton, did."""
     x = torch.randn(4, 2 * 32, 8, 8, device=DEVICE, dtype=torch.float16).to(memory_format=torch.channels_last)
     weight = torch.randn(2 * 32, 32, 3, 3, device=DEVICE).to(memory_format=torch.channels_last)
@@ -194,7 +195,7 @@ def test_layer_kernels_are_launched_directly_after_their_first_call() -> None:
         results.append([out, inputs[0].grad, inputs[1].grad])
     for first, second in zip(*results, strict=True):
         assert torch.equal(first, second)
-    kernels = conv_triton_layers._KERNELS
+    kernels = layers._KERNELS
     assert len(kernels) == 3
     assert all(launch.compiled and None not in launch.compiled.values() for launch in kernels.values())
     assert all(launch.direct_launches >= 1 for launch in kernels.values())  # the second call's

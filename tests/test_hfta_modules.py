@@ -18,8 +18,8 @@ from torch.overrides import _get_current_function_mode_stack
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpurepro.hfta import FusedArray, fused_loss, fused_optimizer, workload
-from gpurepro.hfta.conv_forms import ConvForms
 from gpurepro.hfta.ops import FusedBatchNorm, FusedConv, FusedLinear, fuse_layers
+from gpurepro.hfta.ops.conv_forms import ConvForms
 
 B = 3
 SMALL = {

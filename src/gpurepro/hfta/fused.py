@@ -50,11 +50,11 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .conv_forms import ConvForms
 from .errors import FusionError
 from .layout import merge_models, split_models
 from .merged import runs_model_major, why_not_merged
 from .ops import fuse_layers
+from .ops.conv_forms import ConvForms
 from .vmap_repairs import VmapRepairs
 
 STRATEGIES = ("auto", "merged", "vmap")
@@ -168,7 +168,7 @@ class FusedArray(nn.Module):
     functional_call.
     `strategy`: "auto", "merged" or "vmap" (see the module docstring); `self.strategy` is the one run.
     `conv_form`: how the merged strategy runs 2-D convolutions, "auto", "grouped", "matmul" or "triton"
-    (see conv_forms.ConvForms); `self.conv_forms` records what "auto" chose for each shape."""
+    (see ops.conv_forms.ConvForms); `self.conv_forms` records what "auto" chose for each shape."""
 
     def __init__(
         self,

@@ -28,9 +28,9 @@ from collections.abc import Callable
 
 from torch import nn
 
-from ..conv_forms import ConvForms
 from .batchnorm import FusedBatchNorm
 from .conv import FusedConv
+from .conv_forms import ConvForms
 from .linear import FusedLinear
 
 FuseLayer = Callable[[nn.Module, int, ConvForms], nn.Module]  # (layer, B, conv forms) -> its fused op

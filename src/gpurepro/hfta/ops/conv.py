@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..conv_forms import ConvForms
 from ..errors import FusionError
 from ..layout import stacked_as_merged
+from .conv_forms import ConvForms
 
 _CONVOLUTIONS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 

@@ -1,20 +1,11 @@
-"""Which form each merged 2-D convolution runs in.
+"""Which form each merged 2-D convolution runs in: ConvForms, the choice FusedConv asks at every call.
 
-The merged strategy (merged.py) runs B models' convolutions as one. It has three forms:
-
-- "grouped": cuDNN's grouped convolution with B times the groups;
-- "matmul": im2col and one batched matmul over the models (conv_matmul.py), faster than cuDNN on the
-  small maps of the late layers, where cuDNN runs the groups one by one;
-- "triton": implicit GEMMs in Triton, one launch for all B models a pass: the stem's (conv_triton.py),
-  whose input needs no gradient and where cuDNN's per-group kernels on 3 channels are slow, and the
-  layers' with the input gradient, for channels in multiples of 16 (conv_triton_layers.py).
-
-Which is fastest depends on the shape and the GPU, so `ConvForms("auto")` times the forms that apply,
-forward and backward, the first time it meets a shape on a GPU in cuDNN's benchmark mode, and keeps the
-fastest, as cuDNN's benchmark mode does among its own algorithms. Elsewhere "auto" is grouped. The
-fused convolutions (ops.conv.FusedConv) call it at every step, so a form is re-timed for each shape the
-fused modules meet; under torch.compile no timing runs (it cannot be traced): a compiled step takes the
-form an eager step timed fastest, leaving the Triton kernels out of the graph.
+Which form is fastest depends on the shape and the GPU, so `ConvForms("auto")` times the forms that
+apply, forward and backward (timing.py), the first time it meets a shape on a GPU in cuDNN's benchmark
+mode, and keeps the fastest, as cuDNN's benchmark mode does among its own algorithms. Elsewhere "auto"
+is grouped. The fused convolutions (ops.conv.FusedConv) call it at every step, so a form is timed for
+each shape the fused ops meet; under torch.compile no timing runs (it cannot be traced): a compiled step
+takes the form an eager step timed fastest, leaving the Triton kernels out of the graph.
 """
 
 from __future__ import annotations
@@ -27,45 +18,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .conv_matmul import as_pair, compute_dtype, conv2d_as_matmul
-from .conv_triton import conv2d_implicit_gemm, triton_problem
-from .conv_triton_layers import layer_form_applies
-from .errors import FusionError
+from ...errors import FusionError
+from .matmul import compute_dtype, conv2d_as_matmul
+from .sizes import as_pair
+from .timing import Form, fwd_bwd_ms
+from .triton import conv2d_implicit_gemm, layer_form_applies, triton_problem
 
 CONV_FORMS = ("auto", "grouped", "matmul", "triton")
-_TIMED_REPEATS = 3
-
-Form = Callable[[Tensor, Tensor, Tensor | None], Tensor]
 
 
 def _own_form_applies(weight: Tensor, dilation: Any, groups: int, padding: Any) -> bool:
     """Whether each model's own convolution is ungrouped, undilated, 2-D, with numeric padding (what
     the matmul and Triton forms compute)."""
     return weight.dim() == 4 and groups == 1 and as_pair(dilation) == (1, 1) and not isinstance(padding, str)
-
-
-def _fwd_bwd_ms(run: Form, x: Tensor, weight: Tensor, bias: Tensor | None) -> float:
-    """Mean milliseconds of forward and backward of `run` on random tensors shaped and laid out as the
-    real ones (after one untimed call: cuDNN benchmarks its algorithms there, Triton compiles);
-    infinity for a form that does not fit in the GPU's memory beside the model."""
-    inputs = [
-        None if t is None else torch.randn_like(t).requires_grad_(t.requires_grad) for t in (x, weight, bias)
-    ]
-    try:
-        with torch.enable_grad():
-            out = run(*inputs)
-            grad = torch.randn_like(out)
-            out.backward(grad)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(_TIMED_REPEATS):
-                run(*inputs).backward(grad)
-            end.record()
-        end.synchronize()
-    except torch.OutOfMemoryError:
-        torch.cuda.empty_cache()
-        return math.inf
-    return start.elapsed_time(end) / _TIMED_REPEATS
 
 
 class ConvForms:
@@ -128,10 +93,10 @@ class ConvForms:
 
     @staticmethod
     def _time(name: str, run: Form, x: Tensor, weight: Tensor, bias: Tensor | None) -> float:
-        """`_fwd_bwd_ms`, where a failing Triton kernel (a GPU or driver its compiler cannot build for)
+        """`fwd_bwd_ms`, where a failing Triton kernel (a GPU or driver its compiler cannot build for)
         says so and counts as infinitely slow: auto then runs a cuDNN or matmul form."""
         try:
-            return _fwd_bwd_ms(run, x, weight, bias)
+            return fwd_bwd_ms(run, x, weight, bias)
         except Exception as error:  # noqa: BLE001 - any compiler or launch failure
             if name != "triton":
                 raise

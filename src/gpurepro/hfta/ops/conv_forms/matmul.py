@@ -1,6 +1,6 @@
 """A merged 2-D convolution as one batched matmul over the B models.
 
-The merged strategy (merged.py) runs B models' convolutions as one grouped convolution. cuDNN runs some
+A fused convolution (ops/conv.py) runs B models' convolutions as one grouped convolution. cuDNN runs some
 shapes of it group by group, slowly. On an H100, at B=32 (ResNet-18, 128 images of 64x64 a model, fp16,
 channels-last), forward and backward took, grouped vs as a matmul: 2.2-3.3 vs 1.7-1.8 ms for a layer-4
 3x3 convolution on its 2x2 maps, 1.9-2.3 vs 0.5-1.0 ms for its strided 1x1 shortcut, 2.6 vs 1.3 ms for
@@ -13,7 +13,7 @@ The matmul form computes the same convolution on the channels-last layout the ar
 
 with the bmm writing straight into the channels-last output; the backward is two bmms and k*k strided
 additions. Which form is faster depends on the shape and the GPU (cuDNN wins on the large maps of the
-early layers): conv_forms.ConvForms chooses.
+early layers): choice.ConvForms chooses.
 """
 
 from __future__ import annotations
@@ -23,13 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-
-def as_pair(value: Any) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else tuple(value)  # type: ignore[return-value]
-
-
-def out_size(size: int, k: int, stride: int, padding: int) -> int:
-    return (size + 2 * padding - k) // stride + 1
+from .sizes import as_pair, out_size
 
 
 def _taps(k: tuple[int, int], stride: tuple[int, int], out: tuple[int, int]) -> list[tuple[slice, slice]]:

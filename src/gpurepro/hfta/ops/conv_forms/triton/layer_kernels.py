@@ -1,5 +1,5 @@
 """Triton kernels of a merged convolution inside the network, as implicit GEMMs: forward, input gradient
-and weight gradient, each one launch for all B models (conv_triton_layers.py launches them).
+and weight gradient, each one launch for all B models (layers.py launches them).
 
 Layouts: the merged input x and its gradient [P = N*H*W pixels, B, C] (a merged channels-last
 [N, B*C, H, W] as it lies in memory: no copy); the output y and its gradient g [M = N*HO*WO pixels, B,

@@ -1,6 +1,6 @@
 """A merged 2-D convolution inside the network (its input needs a gradient) as Triton implicit GEMMs: one
 kernel launch for all B models in the forward, one for the input gradient and one for the weight
-gradient (kernels in conv_triton_layer_kernels.py).
+gradient (kernels in layer_kernels.py).
 
 Why: cuDNN runs a grouped convolution of ResNet-18's shapes group by group, spread over streams. A
 stock fused step at B=8 waited on 416-448 events between streams and spent 3.5 ms of host time in
@@ -8,7 +8,7 @@ stock fused step at B=8 waited on 416-448 events between streams and spent 3.5 m
 the host 1.5-2.8x what one model's step costs, and stock fused training trailed 8 processes under MPS.
 Here each convolution of the B models costs the host a fixed handful of launches, whatever B is. (It
 did not bring the fused step's host time down to one model's, nor its kernels to cuDNN's dense rate:
-docs/hfta.md has the figures; conv_forms.ConvForms keeps this form only where it times fastest.)
+docs/hfta.md has the figures; choice.ConvForms keeps this form only where it times fastest.)
 
 The kernels read the merged channels-last activation [N, B*C, H, W] as it lies in memory, [pixels, B,
 C], gathering each receptive field as they multiply (no im2col copy, no padded copy), and read the
@@ -16,7 +16,7 @@ weights in the parameter's own layout after autocast's cast (a permuted copy of 
 weights took 0.57 ms at B=32 on an H100; reading the float32 parameter in the kernels doubled their
 weight traffic, the bulk of a deep layer's: 0.47 against 0.22 ms forward). They need C and OC in
 multiples of 16 (tl.dot's smallest block): every ResNet convolution but the stem, whose 3 input channels
-conv_triton.py's kernels take.
+stem.py's kernels take.
 """
 
 from __future__ import annotations
@@ -28,16 +28,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .conv_matmul import out_size
-from .triton_launch import CachedLaunch
+from ..sizes import cdiv, out_size, power_of_two
+from .launch import CachedLaunch
 
 _MULTIPLE = 16  # channels per block at least (tl.dot's smallest dimension)
 _WGRAD_ROWS_PER_SPLIT = 4096  # output pixels one weight-gradient block sums before the fixed-order sum
-
-
-def cdiv(size: int, block: int) -> int:
-    """Blocks of `block` that cover `size`."""
-    return -(-size // block)
 
 
 def channel_block(channels: int, most: int = 64) -> int:
@@ -52,7 +47,7 @@ def layer_form_applies(in_c: int, out_c: int) -> bool:
 
 def _block_n(cols: int) -> int:
     """Columns per block: 128 where there are at least 256, else 64 (16 or 32 for fewer)."""
-    return 128 if cols >= 256 else max(_MULTIPLE, min(64, 1 << (cols - 1).bit_length()))
+    return 128 if cols >= 256 else max(_MULTIPLE, min(64, power_of_two(cols)))
 
 
 _OPTIONS = (("num_warps", 4), ("num_stages", 3))  # the launch options of every kernel here
@@ -84,7 +79,7 @@ class _Launch:
 
 @dataclass(frozen=True)
 class LayerGeometry:
-    """One merged convolution's sizes (conv_triton.py's stem geometry adds its own)."""
+    """One merged convolution's sizes (stem.py's geometry adds its own)."""
 
     B: int
     n: int  # images per model
@@ -149,13 +144,13 @@ _KERNELS: dict[str, CachedLaunch] = {}
 
 
 def _launch(name: str, geo: LayerGeometry, weight: Tensor, tensors: tuple, has_bias: bool = False) -> None:
-    """Kernel `name` of conv_triton_layer_kernels on `tensors` for geometry `geo` (weight: the weights'
+    """Kernel `name` of layer_kernels on `tensors` for geometry `geo` (weight: the weights'
     layout)."""
     kernel = _KERNELS.get(name)
     if kernel is None:
-        from . import conv_triton_layer_kernels
+        from . import layer_kernels
 
-        kernel = _KERNELS[name] = CachedLaunch(getattr(conv_triton_layer_kernels, name))
+        kernel = _KERNELS[name] = CachedLaunch(getattr(layer_kernels, name))
     launch = _launches(geo, weight.stride(), has_bias)[name]
     kernel(launch.grid, tensors, launch.sizes, launch.constants, _OPTIONS)
 

@@ -1,5 +1,5 @@
 """A merged 2-D convolution whose input needs no gradient (a network's first layer, on the data), as an
-implicit GEMM in Triton (kernels in conv_triton_kernels.py).
+implicit GEMM in Triton (kernels in stem_kernels.py).
 
 cuDNN runs a merged stem grouped convolution group by group: ResNet-18's 7x7 stride-2 stem on 3-channel
 images, B=32 models, 128 images of 64x64 each, fp16, channels-last, took 4.8 ms forward and weight
@@ -10,21 +10,19 @@ x 64 for the stem, channels padded to 4), and gathers each row of the left matri
 field, as it multiplies, from the images rearranged once (each model's apart, zero-padded), so no
 im2col copy is made. The weight gradient is the same product transposed, summed over pixels in fixed
 splits. For the stem above: 2.2 ms forward and weight gradient, 0.26 ms of it the rearranging. Without
-an input-gradient kernel it applies only where the input needs no gradient; conv_forms.ConvForms times
-it against the other forms there.
+an input-gradient kernel it applies only where the input needs no gradient; choice.ConvForms times it
+against the other forms there.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from .conv_triton_layers import LayerGeometry, cdiv, conv2d_layer, layer_form_applies
-from .errors import FusionError
+from ..sizes import cdiv, power_of_two
+from .layers import LayerGeometry
 
 # Block sizes and launch settings, the fastest of a sweep on an H100 for ResNet-18's stem at B=32 (tl.dot
 # needs blocks of powers of two, at least 16)
@@ -33,48 +31,13 @@ _WEIGHT_GRAD = {"BLOCK_M": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
 _K_MULTIPLE = 32  # the weights' rows are padded to a multiple of the BLOCK_Ks
 _WGRAD_ROWS_PER_SPLIT = 8192  # pixels summed by one weight-gradient block before the fixed-order sum
 _APART_BLOCK_P = 64  # pixels per block of the rearranging kernel
-_GPU_DTYPES = (torch.float16, torch.bfloat16)  # tl.dot would compute fp32 in TF32
-
-
-def _interpreted() -> bool:
-    """Whether Triton runs its kernels in its interpreter (TRITON_INTERPRET=1), on the CPU."""
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on")
-
-
-def triton_problem(device: torch.device, dtype: torch.dtype) -> str | None:
-    """Why the Triton form cannot run on `device` in `dtype`, or None if it can."""
-    return _triton_problem(device.type, dtype, _interpreted())
-
-
-@functools.cache  # asked at every fused convolution's call: the answer per device kind, dtype and mode
-def _triton_problem(device_type: str, dtype: torch.dtype, interpreted: bool) -> str | None:
-    try:
-        import triton  # noqa: F401
-    except ImportError as error:
-        return f"Triton is not importable ({error})"
-    if device_type == "cpu" and not interpreted:
-        return "on the CPU Triton runs only in its interpreter (TRITON_INTERPRET=1)"
-    if device_type not in ("cpu", "cuda"):
-        return f"Triton does not run on {device_type}"
-    if device_type == "cuda" and dtype not in _GPU_DTYPES:
-        return f"on a GPU the Triton form computes in float16 or bfloat16, not {dtype}"
-    if dtype not in (*_GPU_DTYPES, torch.float32):
-        return (
-            f"the Triton form accumulates in float32: it computes float16, bfloat16 or float32, not {dtype}"
-        )
-    return None
 
 
 def _padded(size: int, block: int) -> int:
     return cdiv(size, block) * block
 
 
-def _power_of_two(size: int) -> int:
-    """The smallest power of two >= size (Triton's blocks are powers of two)."""
-    return 1 << (size - 1).bit_length()
-
-
-class _Geometry(LayerGeometry):
+class _StemGeometry(LayerGeometry):
     """One merged stem convolution's sizes, as the stem's kernels take them."""
 
     @property
@@ -83,7 +46,7 @@ class _Geometry(LayerGeometry):
 
     @property
     def cp(self) -> int:  # input channels padded to a power of two: a tap's channels are one aligned load
-        return _power_of_two(self.in_c)
+        return power_of_two(self.in_c)
 
     @property
     def depth(self) -> int:  # rows of a model's weight matrix: taps times padded input channels
@@ -91,7 +54,7 @@ class _Geometry(LayerGeometry):
 
     @property
     def block_n(self) -> int:  # output channels per block: a power of two from 16 to 64
-        return min(64, max(16, _power_of_two(self.out_c)))
+        return min(64, max(16, power_of_two(self.out_c)))
 
     @property
     def oc_pad(self) -> int:
@@ -117,11 +80,11 @@ class _Geometry(LayerGeometry):
         """x [N, B*C, H, W] as [B, N, HP, WP, CP]: each model's images apart, zero-padded by the
         convolution's padding and to CP channels (one Triton kernel: torch's strided copy of
         single channels took 0.6 ms for ResNet-18's stem at B=32 on an H100)."""
-        from .conv_triton_kernels import models_apart_kernel
+        from .stem_kernels import models_apart_kernel
 
         image = x.permute(0, 2, 3, 1).contiguous()  # [N, H, W, B*C]: no copy for a channels-last x
         apart = x.new_zeros(self.B, self.n, *self.padded_hw, self.cp)
-        block_b = min(32, _power_of_two(self.B))
+        block_b = min(32, power_of_two(self.B))
         pixels = self.n * self.in_hw[0] * self.in_hw[1]
         grid = (cdiv(pixels, _APART_BLOCK_P), cdiv(self.B, block_b))
         models_apart_kernel[grid](
@@ -136,13 +99,13 @@ class _Geometry(LayerGeometry):
         return t[:, : self.depth].view(self.B, *self.k, self.cp, self.oc_pad)
 
 
-class _ConvImplicitGemm(torch.autograd.Function):
+class _StemConv(torch.autograd.Function):
     """B convolutions of an input without gradient, of geometry `geo`. x [N, B*C, H, W]; weight
     [B*O, C, kh, kw] and bias [B*O] or None, in x's dtype. Output [N, B*O, Ho, Wo], channels-last."""
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, geo: _Geometry) -> Tensor:
-        from .conv_triton_kernels import conv_forward_kernel
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, geo: _StemGeometry) -> Tensor:
+        from .stem_kernels import conv_forward_kernel
 
         B = geo.B
         images = geo.models_apart(x)
@@ -162,10 +125,10 @@ class _ConvImplicitGemm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        from .conv_triton_kernels import conv_weight_grad_kernel
+        from .stem_kernels import conv_weight_grad_kernel
 
         (images,) = ctx.saved_tensors
-        geo: _Geometry = ctx.geometry
+        geo: _StemGeometry = ctx.geometry
         g = grad.permute(0, 2, 3, 1).contiguous().view(geo.out_pixels, geo.B, geo.out_c).to(images.dtype)
         grad_w = grad_b = None
         if ctx.needs_input_grad[1]:
@@ -182,25 +145,13 @@ class _ConvImplicitGemm(torch.autograd.Function):
         return None, grad_w, grad_b, None
 
 
-def conv2d_implicit_gemm(
+def conv2d_stem(
     x: Tensor, weight: Tensor, bias: Tensor | None, B: int, stride: tuple[int, int], padding: tuple[int, int]
 ) -> Tensor:
-    """F.conv2d(x, weight, bias, stride, padding, groups=B) as Triton's implicit GEMM in x's dtype: with
-    an input gradient where each model's channels in and out are multiples of 16 (conv_triton_layers.py),
-    else (the stem) for an input needing no gradient. Zero padding, no dilation."""
+    """F.conv2d(x, weight, bias, stride, padding, groups=B) in x's dtype for an x needing no gradient
+    (the caller checked that Triton runs here). Zero padding, no dilation."""
     n, channels, height, width = x.shape
     in_c, out_c, k = channels // B, weight.shape[0] // B, tuple(weight.shape[2:])
-    layer = layer_form_applies(in_c, out_c)
-    if x.requires_grad and not layer:
-        raise FusionError(
-            "the Triton convolution computes an input gradient only for channels in multiples of 16 "
-            f"(got {in_c} in, {out_c} out): its input must not require one"
-        )
-    problem = triton_problem(x.device, x.dtype)
-    if problem:
-        raise FusionError(f"conv_form='triton' cannot run here: {problem}")
-    if layer:
-        return conv2d_layer(x, weight, bias, B, stride, padding)
-    geo = _Geometry(B, n, (height, width), in_c, out_c, k, stride, padding)  # type: ignore[arg-type]
+    geo = _StemGeometry(B, n, (height, width), in_c, out_c, k, stride, padding)  # type: ignore[arg-type]
     cast = [None if t is None else t.to(x.dtype) for t in (weight, bias)]
-    return _ConvImplicitGemm.apply(x, cast[0], cast[1], geo)
+    return _StemConv.apply(x, cast[0], cast[1], geo)

@@ -1,4 +1,4 @@
-"""Triton kernels of the merged convolution as an implicit GEMM (conv_triton.py launches them).
+"""Triton kernels of the merged convolution as an implicit GEMM (stem.py launches them).
 
 Layouts, all contiguous: the merged input x [N*H*W pixels, B, C] (a merged channels-last
 [N, B*C, H, W]); the same images rearranged, xp [B, N, HP, WP, CP]: each model's images apart,
