@@ -221,15 +221,23 @@ def test_two_rows_in_one_process_are_ambiguous(tmp_path: Path) -> None:
 
 def test_the_measured_spreads_load_and_a_bad_file_names_its_key(tmp_path: Path) -> None:
     spreads = spread.load(ROOT / "config" / "between_process.yaml")
-    assert {study for study, _ in spreads} >= {"inference", "hfta", "ddp", "sgemm"}
+    assert {study for study, _, _ in spreads} >= {"inference", "hfta", "ddp", "sgemm"}
     assert spread.find(spreads, "inference", spread.HOST_PACED).gsd == 1.41  # type: ignore[union-attr]
     assert spread.find(spreads, "ddp", spread.HOST_PACED) is None
+    # a metric measured apart reads its own spread, every other metric the study's
+    power = spread.find(spreads, "sgemm", spread.GPU_BOUND, "power")
+    time = spread.find(spreads, "sgemm", spread.GPU_BOUND, "time")
+    assert power is not None and time is not None and power.gsd > time.gsd
+    assert "(sgemm power, GPU-bound" in power.describe() and "(sgemm, GPU-bound" in time.describe()
     bad = tmp_path / "between_process.yaml"
     bad.write_text("inference:\n  host_paced: {gsd: 0.9, processes: 8, source: x}\n")
     with pytest.raises(GpureproError, match=rf"{bad}: key inference.host_paced.gsd"):
         spread.load(bad)
     bad.write_text("inference:\n  host_bound: {gsd: 1.2, processes: 8, source: x}\n")
     with pytest.raises(GpureproError, match="key inference: .*allowed keys: gpu_bound, host_paced"):
+        spread.load(bad)
+    bad.write_text("sgemm:\n  gpu_bound: {gsd: 1.01, processes: 8, source: x, by_metric: {power: {gsd: 1.0}}}\n")
+    with pytest.raises(GpureproError, match="key sgemm.gpu_bound.by_metric.power"):
         spread.load(bad)
     with pytest.raises(GpureproError, match="do not exist"):
         spread.load(tmp_path / "absent.yaml")

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from gpurepro.hfta.workloads import workload as hfta_workload
-from gpurepro.hfta_study.training import _Trainer
+from gpurepro.hfta_study.training import Trainer
 from gpurepro.inference.measure import synchronizer
 from gpurepro.inference.models import build_vit
 from gpurepro.inference.modes import build_runner
@@ -39,7 +39,7 @@ def resnet18(args: argparse.Namespace, device: torch.device) -> Work:
     model = spec.make_model().to(device)
     inputs, targets = spec.make_batch(args.resnet_batch, torch.Generator().manual_seed(0), device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    trainer = _Trainer(model, optimizer, F.cross_entropy, args.precision, device.type)
+    trainer = Trainer(model, optimizer, F.cross_entropy, args.precision, device.type)
     return Work(
         f"{spec.description}, training step at batch {args.resnet_batch}, SGD, {args.precision}",
         lambda: trainer.step(inputs, targets),

@@ -207,7 +207,7 @@ def _one_process_reps(context: Context, a: Row, b: Row, out: Row) -> tuple[np.nd
 def _ratio_grade(context: Context, a: Side, b: Side, ratio: float, kind: str, out: Row) -> Grade:
     """B/A graded by its interval across processes, else the measured spread, else the floor."""
     sides = _sides(a, b)
-    measured = spread.find(context.spreads, context.study, context.pace)
+    measured = spread.find(context.spreads, context.study, context.pace, str(a.first["metric"]))
     if a.processes >= 2 and b.processes >= 2:
         if process_stats.positive(a.values) and process_stats.positive(b.values):
             interval = process_stats.unpaired_ratio_interval(b.values, a.values)
@@ -220,7 +220,7 @@ def _ratio_grade(context: Context, a: Side, b: Side, ratio: float, kind: str, ou
         return _difference_grade(a, b, kind, difference, sides, out)
     interval = None
     if measured is None:
-        known = any(study == context.study for study, _ in context.spreads)
+        known = any(study == context.study for study, _, _ in context.spreads)
         which = f"{spread.SHOWN[context.pace]} " if known else ""
         basis = f"{sides}: no measured {which}between-process spread for {context.study}"
     else:

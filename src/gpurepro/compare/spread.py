@@ -4,8 +4,10 @@ Where a side of a comparison has a single process, its data give no interval acr
 process's reps show that process's noise, not how far the next process lands. The fallback is the
 geometric SD of one point's figure over many processes that the project measured on one host for that
 kind of figure, host-paced (the host sets the pace: eager batch-1 inference, stock HFTA steps at small B)
-or GPU-bound, with the run it came from. A study without an entry has no measured spread, and the row
-says so (it is graded by the old noise floor instead).
+or GPU-bound, with the run it came from. Where a metric of a study spreads otherwise than its time or
+rate (an SGEMM's power and temperature follow the GPU's thermal state, which moves more from one process
+to the next than its time does), its own measured spread (`by_metric`) is used for it. A study without an
+entry has no measured spread, and the row says so (it is graded by the old noise floor instead).
 """
 
 from __future__ import annotations
@@ -34,13 +36,17 @@ class Spread:
     processes: int
     source: str
     path: str  # the file it was read from, as the basis text names it
+    metric: str | None = None  # the one metric it was measured for (by_metric), None: every other one
 
     def describe(self) -> str:
         """'measured between-process GSD 1.41 (inference, host-paced; config/between_process.yaml)'."""
-        return f"measured between-process GSD {self.gsd:.3g} ({self.study}, {SHOWN[self.pace]}; {self.path})"
+        what = self.study if self.metric is None else f"{self.study} {self.metric}"
+        return f"measured between-process GSD {self.gsd:.4g} ({what}, {SHOWN[self.pace]}; {self.path})"
 
 
-Spreads = dict[tuple[str, str], Spread]
+# (study, pace, metric) -> its spread; metric None for the pace's own spread, which every metric of the
+# study without a spread of its own reads
+Spreads = dict[tuple[str, str, str | None], Spread]
 
 
 def default_path() -> Path:
@@ -70,15 +76,22 @@ def load(path: Path | None = None, schema: Path | None = None) -> Spreads:
     if problem:
         raise GpureproError(f"bad between-process spread file {path}: {problem}")
     shown = _shown(path)
-    return {
-        (study, pace): Spread(
-            study, pace, float(entry["gsd"]), int(entry["processes"]), str(entry["source"]).strip(), shown
-        )
-        for study, kinds in data.items()
-        for pace, entry in kinds.items()
-    }
+    found: Spreads = {}
+    for study, kinds in data.items():
+        for pace, entry in kinds.items():
+            found[(study, pace, None)] = _spread(study, pace, entry, shown, None)
+            for metric, own in entry.get("by_metric", {}).items():
+                found[(study, pace, metric)] = _spread(study, pace, own, shown, metric)
+    return found
 
 
-def find(spreads: Spreads, study: str, pace: str) -> Spread | None:
-    """The spread measured for this study and pace, or None where the project measured none."""
-    return spreads.get((study, pace))
+def _spread(study: str, pace: str, entry: dict, path: str, metric: str | None) -> Spread:
+    return Spread(
+        study, pace, float(entry["gsd"]), int(entry["processes"]), str(entry["source"]).strip(), path, metric
+    )
+
+
+def find(spreads: Spreads, study: str, pace: str, metric: str | None = None) -> Spread | None:
+    """The spread measured for this metric of this study and pace, else for the study and pace, or None
+    where the project measured none."""
+    return spreads.get((study, pace, metric)) or spreads.get((study, pace, None))
