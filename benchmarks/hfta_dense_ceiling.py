@@ -32,7 +32,7 @@ import time
 
 import torch
 
-from gpurepro.hfta.ops.conv_forms import CONV_FORMS
+from gpurepro.hfta import CONV_FORMS
 from gpurepro.hfta_study.training import (
     TrainSettings,
     Unit,

@@ -28,10 +28,8 @@ import time
 import pandas as pd
 import torch
 
-from gpurepro.hfta import OPTIMIZERS, WORKLOAD_NAMES, workload
+from gpurepro.hfta import CONV_FORMS, OPTIMIZERS, STRATEGIES, WORKLOAD_NAMES, workload
 from gpurepro.hfta.agreement import TOLERANCES, compare_training
-from gpurepro.hfta.fused import STRATEGIES
-from gpurepro.hfta.ops.conv_forms import CONV_FORMS
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -1,4 +1,6 @@
-"""Fused against separate training: do B fused models follow the trajectories of B models trained alone?
+"""The fused-vs-separate agreement check: do B fused models follow the trajectories of B models trained
+alone? Public API of the library (the tests hold it to these tolerances; benchmarks/hfta_fusion_check.py
+prints the figures), for any workload spec, device, dtype, strategy and convolution form.
 
 `compare_training` makes B models of a workload (seeded), trains copies of them separately (plain
 torch.optim.SGD with momentum or torch.optim.AdamW, one optimizer per model) and fused (FusedArray and
@@ -110,6 +112,9 @@ def difference(name: str, fused: Tensor, separate: Tensor) -> Difference:
 
 @dataclass(frozen=True)
 class Agreement:
+    """What compare_training measured: the largest differences between the fused and the separately
+    trained models, and with a float64 reference, the run's dtype's own error."""
+
     workload: str
     B: int
     optimizer: str
