@@ -17,9 +17,9 @@ repeat, and the fused array's speedup, with each step it ran, over each baseline
 reports), statistic `at_best_b` compares both at the fused array's best B. Stock over stock is the
 paper's comparison; the graphed and compiled rows say what those steps change on either side. Each
 speedup has its 95% interval across processes (`max_ci_low`, `max_ci_high`, `at_best_b_ci_low`, ...):
-the fused point's and the baseline point's throughputs paired by run where both ran in at least three
-of the same runs, else as independent groups of processes (process_stats.ratio_interval), NaN where a
-side ran in one process only.
+the fused point's and the baseline point's throughputs paired by run where both ran in at least five
+of the same runs (process_stats.PAIRED_MIN_ROUNDS), else as independent groups of processes
+(process_stats.ratio_interval), NaN where a side ran in one process only.
 """
 
 from __future__ import annotations
