@@ -1,87 +1,29 @@
-"""The HFTA fusion library on the CPU: B fused models train exactly as B models trained separately with
-torch.optim (parameters, losses, batch-norm buffers), for ResNet-18, the transformer and the MLP, SGD
-with momentum and AdamW, several B including 1, per-model learning rates and weight decays that
-differ; fusion really batches (no vmap fallback loop); AMP's casts hold in the fused forward and a
-GradScaler drives the fused optimizer; unfuse() round-trips; bad arguments get clear errors.
-
-Agreement is checked in float64, where rounding cannot hide an error, with the tolerances of
-gpurepro.hfta.agreement (its docstring says what they are and why), and in float32 where float32
-agreement is expected (SGD on the transformer and the MLP)."""
+"""FusedArray on the CPU: it runs merged where the architecture allows, vmap elsewhere; the channels-last
+layout trains the same models; under vmap every op batches (no fallback loop); AMP's casts hold in the
+fused forward; unfuse() round-trips; each model keeps its own batch-norm statistics and dropout masks; a
+merged array is an ordinary module of fused ops, with no torch function mode on its forward, that
+torch.compile traces whole (no graph break) and trains as the eager one does; a fused training step
+dispatches as many ops at any B, about as many computing ops as one model's step (the host's cost does
+not grow with B); bad arguments get clear errors."""
 
 from __future__ import annotations
 
 import copy
 import warnings
+from collections import Counter
 
 import pytest
 import torch
 from torch import nn
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from gpurepro.hfta import (
-    WORKLOAD_NAMES,
-    FusedArray,
-    FusionError,
-    fused_loss,
-    fused_optimizer,
-    workload,
-)
-from gpurepro.hfta.agreement import TOLERANCES, compare_training, difference
+from gpurepro.hfta import WORKLOAD_NAMES, FusedArray, FusionError, fused_loss, fused_optimizer, workload
+from gpurepro.hfta.agreement import compare_training
 from gpurepro.hfta.merged import why_not_merged
+from gpurepro.hfta.ops import FusedBatchNorm, FusedConv, FusedLinear
 
-# small sizes keep the suite quick: 16x16 images, 16 tokens from a 1000-word vocabulary
-SMALL = {
-    "resnet18": workload("resnet18", image_size=16, num_classes=10),
-    "transformer": workload("transformer", seq_len=16, vocab_size=1000),
-    "mlp": workload("mlp"),
-}
-# every workload with both optimizers and with B = 1 and B > 1; the MLP, cheap, in every combination
-CASES = [
-    ("resnet18", "sgd", 1),
-    ("resnet18", "adamw", 2),
-    ("transformer", "sgd", 3),
-    ("transformer", "adamw", 1),
-    *[("mlp", optimizer, B) for optimizer in ("sgd", "adamw") for B in (1, 4)],
-]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These ops are small: threads gain nothing, and on a busy machine OpenMP threads that spin
-    waiting for each other made this file five times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def models_of(name: str, B: int, seed: int = 0) -> list[nn.Module]:
-    torch.manual_seed(seed)
-    return [SMALL[name].make_model() for _ in range(B)]
-
-
-def stacked_batch(name: str, B: int, batch: int = 4, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    generator = torch.Generator().manual_seed(seed)
-    pairs = [SMALL[name].make_batch(batch, generator) for _ in range(B)]
-    return torch.stack([x for x, _ in pairs]), torch.stack([y for _, y in pairs])
-
-
-@pytest.mark.parametrize(("name", "optimizer", "B"), CASES)
-def test_fused_training_matches_separate_training(name: str, optimizer: str, B: int) -> None:
-    """ResNet-18 and the MLP run merged (the default where the architecture allows), the transformer
-    under vmap; the next test trains the first two under vmap too."""
-    agreement = compare_training(SMALL[name], B, optimizer, steps=3, batch=4, dtype=torch.float64)
-    assert agreement.failures() == []
-    if name == "resnet18":  # batch norm's running statistics were compared, counters included
-        assert agreement.buffers.worst.endswith(("running_mean", "running_var"))
-        assert agreement.counters_equal
-
-
-@pytest.mark.parametrize(("name", "optimizer", "B"), [("resnet18", "adamw", 2), ("mlp", "sgd", 3)])
-def test_vmap_strategy_trains_the_same_models(name: str, optimizer: str, B: int) -> None:
-    agreement = compare_training(
-        SMALL[name], B, optimizer, steps=3, batch=4, dtype=torch.float64, strategy="vmap"
-    )
-    assert agreement.failures() == []
+from .small import SMALL, models_of, stacked_batch
 
 
 def test_strategy_is_merged_where_the_architecture_allows() -> None:
@@ -128,34 +70,6 @@ def test_channels_last_layout_trains_the_same_models() -> None:
     fused_loss(array(inputs), targets).sum().backward()
     assert weight.grad is not None and weight.grad.stride() == weight.stride()
     assert "channels_last=True" in repr(array)
-
-
-@pytest.mark.parametrize("name", ["transformer", "mlp"])
-def test_fused_training_matches_in_float32(name: str) -> None:
-    agreement = compare_training(
-        SMALL[name], 2, "sgd", steps=3, batch=4, dtype=torch.float32, float64_reference=True
-    )
-    assert agreement.failures() == []
-    # float32's own error (separate training against float64) is measured and of the same small order
-    own = agreement.reference_parameters
-    assert own is not None and 0 < own.max_rel < TOLERANCES[torch.float32].parameters
-    assert agreement.row()["separate_vs_float64_param_max_rel"] == own.max_rel
-
-
-def test_a_wrong_learning_rate_is_caught() -> None:
-    """One model trained at another's learning rate is far outside the tolerances."""
-    models = models_of("mlp", 2)
-    inputs, targets = stacked_batch("mlp", 2)
-    array = FusedArray(models)
-    optimizer = fused_optimizer(array, "adamw", [1e-3, 1e-3], weight_decay=0.0)
-    fused_loss(array(inputs), targets).sum().backward()
-    optimizer.step()
-    separate = copy.deepcopy(models[1])
-    reference = torch.optim.AdamW(separate.parameters(), lr=1.5e-3, weight_decay=0.0)
-    nn.functional.cross_entropy(separate(inputs[1]), targets[1]).backward()
-    reference.step()
-    wrong = difference("weight", array.unfuse()[1][0].weight, separate[0].weight)
-    assert wrong.max_rel > 1000 * TOLERANCES[torch.float32].parameters
 
 
 @pytest.mark.parametrize(
@@ -219,20 +133,6 @@ def test_autocast_casts_as_for_one_model(name: str) -> None:
     assert all(torch.isfinite(p).all() for p in array.parameters()) and sum(changed) > len(changed) // 2
 
 
-def test_grad_scaler_skips_the_step_of_every_model_on_overflow() -> None:
-    array = FusedArray(models_of("mlp", 2))
-    inputs, targets = stacked_batch("mlp", 2)
-    optimizer = fused_optimizer(array, "adamw", 1e-3)
-    scaler = torch.amp.GradScaler("cpu")
-    scaler.scale(fused_loss(array(inputs), targets).sum()).backward()
-    next(array.parameters()).grad[1, 0, 0] = float("inf")  # one element of model 1 overflows
-    before = copy.deepcopy(array.state_dict())
-    scaler.step(optimizer)
-    scaler.update()
-    assert all(torch.equal(before[k], v) for k, v in array.state_dict().items())
-    assert scaler.get_scale() < 65536.0  # the scale backed off
-
-
 def test_unfuse_round_trips() -> None:
     models = models_of("resnet18", 3)
     inputs, _ = stacked_batch("resnet18", 3)
@@ -281,52 +181,87 @@ def test_per_model_batch_norm_statistics_and_dropout_masks() -> None:
     assert not torch.equal(out[0] == 0, out[1] == 0)
 
 
-def test_per_model_learning_rates_and_optimizer_state() -> None:
-    array = FusedArray(models_of("mlp", 3))
-    optimizer = fused_optimizer(array, "sgd", [0.1, 0.2, 0.3], momentum=0.9, weight_decay=[0.0, 0.1, 0.0])
-    assert isinstance(optimizer, torch.optim.Optimizer)
-    assert optimizer.param_groups[0]["lr"] == (0.1, 0.2, 0.3)
-    for p in array.parameters():
-        p.grad = torch.ones_like(p)
-    bias = array.stacked[0].bias  # the first layer's bias, [3, 512]
-    bias_before = bias.detach().clone()
-    optimizer.step()
-    # one step from a zero momentum buffer: p - lr * (grad + wd * p), model by model
-    for b, (lr, wd) in enumerate([(0.1, 0.0), (0.2, 0.1), (0.3, 0.0)]):
-        torch.testing.assert_close(bias[b], bias_before[b] - lr * (1 + wd * bias_before[b]))
-    assert set(optimizer.state_dict()["state"][0]) == {"momentum_buffer"}
-    optimizer.zero_grad()
-    assert all(p.grad is None for p in array.parameters())
-    optimizer.param_groups[0]["lr"] = 0.5  # a plain float, as a scheduler may set, applies to all
-    for p in array.parameters():
-        p.grad = torch.zeros_like(p)
-    before = bias.detach().clone()
-    optimizer.step()  # momentum 0.9 carries last step's (1 + wd * p) at the new rate
-    for b, wd in enumerate([0.0, 0.1, 0.0]):
-        expected = before[b] - 0.5 * (0.9 * (1 + wd * bias_before[b]) + wd * before[b])
-        torch.testing.assert_close(bias[b], expected)
-
-
-def test_workload_specs() -> None:
-    resnet, transformer, mlp = (workload(name) for name in WORKLOAD_NAMES)
-    assert (resnet.sample_shape, resnet.input_dtype, resnet.num_classes) == ((3, 64, 64), torch.float32, 200)
-    assert (transformer.sample_shape, transformer.input_dtype, transformer.num_classes) == (
-        (128,),
-        torch.int64,
-        2,
+@pytest.mark.parametrize("name", ["resnet18", "mlp"])
+def test_a_merged_array_is_an_ordinary_module_of_fused_layers(name: str) -> None:
+    array = FusedArray(models_of(name, 2))
+    kinds = {type(m) for m in array.stacked.modules()}
+    assert FusedLinear in kinds and not kinds & {nn.Linear, nn.Conv2d, nn.BatchNorm2d}
+    assert (FusedConv in kinds and FusedBatchNorm in kinds) == (name == "resnet18")
+    modes: list[int] = []
+    hook = array.stacked.register_forward_hook(
+        lambda *_: modes.append(len(_get_current_function_mode_stack()))
     )
-    assert transformer.vocab_size == 30522
-    assert (mlp.sample_shape, mlp.num_classes) == ((784,), 10)
-    # torchvision's ResNet-18 with a 200-class head: 11,689,512 parameters less 800 x (512 + 1)
-    assert sum(p.numel() for p in resnet.make_model().parameters()) == 11_689_512 - 800 * 513
-    for spec in (resnet, transformer, mlp):
-        x, y = spec.make_batch(3, torch.Generator().manual_seed(5))
-        again, _ = spec.make_batch(3, torch.Generator().manual_seed(5))
-        assert x.shape == (3, *spec.sample_shape) and x.dtype == spec.input_dtype and torch.equal(x, again)
-        assert y.dtype == torch.int64 and y.shape == (3,) and y.min() >= 0 and y.max() < spec.num_classes
-    tokens, _ = transformer.make_batch(64, torch.Generator().manual_seed(0))
-    assert tokens.min() >= 0 and tokens.max() < 30522
-    assert workload("resnet18", num_classes=7).make_model().fc.out_features == 7
+    array(stacked_batch(name, 2, batch=2)[0])
+    hook.remove()
+    assert modes == [0]  # no torch function mode on the forward
+    assert array.model_major == (name == "mlp")
+
+
+@pytest.mark.parametrize(("name", "channels_last"), [("resnet18", False), ("resnet18", True), ("mlp", False)])
+def test_torch_compile_traces_the_fused_array_whole(name: str, channels_last: bool) -> None:
+    array = FusedArray(models_of(name, 2), channels_last=channels_last).double()
+    inputs, targets = stacked_batch(name, 2, batch=2)
+    inputs = inputs.double()
+    explained = torch._dynamo.explain(array)(inputs)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    # compiled (fullgraph: a graph break is an error) and trained: the same losses and gradients as eager
+    eager = copy.deepcopy(array)
+    compiled = torch.compile(array, backend="aot_eager", fullgraph=True)
+    for module in (compiled, eager):
+        fused_loss(module(inputs), targets).sum().backward()
+    for (name_, mine), theirs in zip(array.named_parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, msg=name_)
+
+
+class _Ops(TorchDispatchMode):
+    """Counts the aten ops dispatched (each a kernel launch on a GPU, unless it only makes a view)."""
+
+    VIEWS = ("view", "_unsafe_view", "transpose", "t", "expand", "squeeze", "unsqueeze", "detach")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        self.ops[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+    def computing(self) -> int:
+        return sum(n for op, n in self.ops.items() if op not in self.VIEWS)
+
+
+def _step_ops(name: str, count: int | None) -> _Ops:
+    """The ops of one training step (after a first one): of one model alone if count is None, else of
+    `count` models fused."""
+    inputs, targets = stacked_batch(name, count or 1, batch=2)
+    if count is None:
+        model = models_of(name, 1)[0]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, fused=True)
+        loss = lambda: nn.functional.cross_entropy(model(inputs[0]), targets[0])  # noqa: E731
+    else:
+        array = FusedArray(models_of(name, count))
+        optimizer = fused_optimizer(array, "sgd", 0.1)
+        loss = lambda: fused_loss(array(inputs), targets).sum()  # noqa: E731
+    optimizer.zero_grad()
+    loss().backward()  # the first step makes the momentum buffers
+    optimizer.step()
+    counter = _Ops()
+    optimizer.zero_grad()
+    with counter:
+        loss().backward()
+        optimizer.step()
+    return counter
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mlp"])
+def test_the_host_cost_of_a_fused_step_does_not_grow_with_b(name: str) -> None:
+    """Every op of a fused step is one op for all B models: as many at B=2 as at B=5, and, of those that
+    compute (launch a kernel on a GPU), at most a tenth and a handful more than one model's step has
+    (the fused loss's per-model means, batched matmuls' bias gradients); the rest are views of the
+    stacked parameters."""
+    one, two, five = _step_ops(name, None), _step_ops(name, 2), _step_ops(name, 5)
+    assert two.ops == five.ops
+    assert two.computing() <= 1.1 * one.computing() + 8
 
 
 def test_bad_arguments_are_named() -> None:

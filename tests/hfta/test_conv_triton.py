@@ -1,6 +1,7 @@
-"""The merged convolution's Triton forms: the stem's (no input gradient) and the layers' (channels in
-multiples of 16, input gradient too): output, input, weight and bias gradients against F.conv2d in
-float64, in Triton's interpreter on the CPU (conftest.py turns it on where no GPU is) or compiled on a
+"""The fused convolution's Triton forms (hfta/ops/conv_forms/triton/): the stem's (no input gradient) and
+the layers' (channels in multiples of 16, input gradient too): output, input, weight and bias gradients
+against F.conv2d in float64, in Triton's interpreter on the CPU (tests/conftest.py turns it on where no
+GPU is) or compiled on a
 GPU; the weight gradient's sum over several pixel splits; a fused CNN runs its convolutions in Triton
 where they apply and computes what the grouped form does; and the form's errors."""
 
@@ -17,7 +18,7 @@ from gpurepro.hfta.ops.conv_forms.sizes import as_pair
 from gpurepro.hfta.ops.conv_forms.triton import conv2d_implicit_gemm, layers, stem, triton_problem
 from gpurepro.hfta.ops.conv_forms.triton.launch import launch_hooks_set
 
-from .conftest import needs_gpu
+from ..conftest import needs_gpu
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 DTYPES = [torch.float16] + ([torch.float32] if DEVICE.type == "cpu" else [])  # a GPU computes fp16/bf16

@@ -1,4 +1,5 @@
-"""The HFTA fusion library on a CUDA GPU (skipped without one): the paths that only CUDA takes.
+"""The HFTA fusion library on a CUDA GPU (skipped without one): the paths that only CUDA takes (the
+choice of convolution form on a GPU: test_conv_choice.py; the Triton kernels compiled: test_conv_triton.py).
 
 On a GPU the study fuses ResNet-18 channels-last, batch norm runs CUDA's kernels under vmap, and fused
 attention must use a backend whose backward works on vmap's batched layout. Each of these once failed
@@ -12,7 +13,7 @@ import torch
 from gpurepro.hfta import FusedArray, fused_loss, fused_optimizer, workload
 from gpurepro.hfta.agreement import compare_training
 
-from .conftest import needs_gpu
+from ..conftest import needs_gpu
 
 pytestmark = [pytest.mark.gpu, needs_gpu]
 
@@ -72,35 +73,6 @@ def test_amp_training_steps_on_the_gpu(name: str, strategy: str) -> None:
     assert all(torch.isfinite(step).all() for step in losses)
     assert (losses[-1] < losses[0]).all()
     assert {n: p.stride() for n, p in array.named_parameters()} == strides
-
-
-def test_auto_conv_form_times_both_forms_in_cudnn_benchmark_mode() -> None:
-    """With cuDNN's benchmark mode on, each convolution shape is timed in the forms that apply once and
-    the fastest kept (the stem, on the data, may run in Triton); the array computes what the grouped
-    convolutions compute."""
-    spec = workload("resnet18", image_size=64, num_classes=10)
-    torch.manual_seed(0)
-    models = [spec.make_model() for _ in range(4)]
-    inputs = torch.randn(4, 8, 3, 64, 64, device="cuda")
-    outputs = {}
-    benchmark = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = True
-    try:
-        for form in ("auto", "grouped"):
-            array = FusedArray(models, channels_last=True, conv_form=form).cuda()
-            with torch.autocast("cuda", dtype=torch.float16):
-                outputs[form] = array(array.arrange(inputs)).float()
-            outputs[form].sum().backward()
-            if form == "auto":
-                chosen = dict(array.conv_forms.chosen)
-                with torch.autocast("cuda", dtype=torch.float16):
-                    array(array.arrange(inputs))  # the second forward times nothing more
-                assert array.conv_forms.chosen == chosen
-    finally:
-        torch.backends.cudnn.benchmark = benchmark
-    # one entry per distinct convolution shape of ResNet-18 (stem, 3x3 and strided 3x3 per stage, shortcuts)
-    assert len(chosen) >= 11 and set(chosen.values()) <= {"grouped", "matmul", "triton"}
-    torch.testing.assert_close(outputs["auto"], outputs["grouped"], atol=2e-2, rtol=2e-2)
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["one-model", "fused-array"])
