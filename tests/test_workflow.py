@@ -112,6 +112,21 @@ def test_with_two_gpus_the_variability_study_measures_each_gpu_itself() -> None:
         )
 
 
+def test_a_quick_run_on_eight_gpus_measures_the_eight_gpu_ddp_point() -> None:
+    """NVIDIA's 8-GPU ResNet-50 claims read a DDP point on eight GPUs: with eight selected, quick plans it
+    (and every smaller count); with four, the counts up to four, the 8-GPU point said to be left out."""
+    raw = "results/h100/ddp/raw/resnet50_synthetic-224px_fp16_b256_{}gpu.csv"
+    for gpus, counts in (("[0,1,2,3,4,5,6,7]", (1, 2, 4, 8)), ("[0,1,2,3]", (1, 2, 4))):
+        result = run_snakemake(
+            "-n", "--cores", "32", "--config", "device=h100", "quick=true", f"gpus={gpus}", cwd=ROOT
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        planned = result.stdout + result.stderr
+        for count in (1, 2, 4, 8):
+            assert (raw.format(count) in planned) == (count in counts), (gpus, count)
+    assert "GPU counts [8] of profile h100 left out: 4 GPU(s) selected here" in planned
+
+
 def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point() -> None:
     """Repeats run in rounds: the second process of DeiT-T waits for the first of every DeiT point, so a
     drift of the host over the run spreads over all points (gpurepro/rounds.py)."""
