@@ -19,7 +19,8 @@ from gpurepro import nvml
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_GPU, NO_GPU_REASON = nvml.available()
-if not HAVE_GPU:  # Triton kernels (gpurepro.hfta.ops.conv_forms.triton) run in Triton's interpreter on the CPU
+# Without a GPU the Triton kernels (gpurepro.hfta.ops.conv_forms.triton) run in Triton's interpreter
+if not HAVE_GPU:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"needs an NVIDIA GPU: {NO_GPU_REASON}")
