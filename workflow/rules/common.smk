@@ -253,6 +253,31 @@ def previous_run(pattern):
     return previous
 
 
+# Input functions of the repeated studies' rules (inference.smk, variability.smk), kept here as
+# Snakemake's lint asks: the names they read are those files' own.
+def previous_inference_round(family):
+    """Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py)."""
+    shape = INFERENCE_FAMILIES[family]
+    raw = f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv"
+    return lambda wildcards: rounds.previous_round(raw, shape["runs"], wildcards.run)
+
+
+def variability_raw(backend, gpu, run):
+    """The raw table of one variability point: the SGEMM study's where that point measured it
+    (variability.smk, VARIABILITY_SHARES_SGEMM)."""
+    if VARIABILITY_SHARES_SGEMM and int(run) == 1 and backend in SGEMM_BACKENDS:
+        return rules.sgemm_run.output.table.format(backend=backend, n=VARIABILITY["n"])
+    return f"{VARIABILITY_RAW}.csv".format(backend=backend, gpu=gpu, run=run)
+
+
+def previous_variability_run(wildcards):
+    """Run r of a GPU waits for its run r-1 (common.smk's previous_run), wherever that run's file is."""
+    run = int(wildcards.run)
+    return (
+        [] if run == 1 else variability_raw(wildcards.backend, wildcards.gpu, run - 1)
+    )
+
+
 def binary_flag(wildcards, input):
     return f"--binary {input.binary}" if input.binary else ""
 

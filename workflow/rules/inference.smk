@@ -120,13 +120,6 @@ INFERENCE_FAMILIES = {
 }
 
 
-def previous_inference_round(family):
-    """Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py)."""
-    shape = INFERENCE_FAMILIES[family]
-    raw = f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv"
-    return lambda wildcards: rounds.previous_round(raw, shape["runs"], wildcards.run)
-
-
 # Each stage is one rule per family: infer_<family> measures one point in one process,
 # inference_<family> gathers the family's tidy tables and plot_<family> draws its figure.
 for family, shape in INFERENCE_FAMILIES.items():

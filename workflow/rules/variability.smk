@@ -41,19 +41,6 @@ VARIABILITY_SHARES_SGEMM = (
 )
 
 
-def variability_raw(backend, gpu, run):
-    """The raw table of one variability point: the SGEMM study's where that point measured it (above)."""
-    if VARIABILITY_SHARES_SGEMM and int(run) == 1 and backend in SGEMM_BACKENDS:
-        return rules.sgemm_run.output.table.format(backend=backend, n=VARIABILITY["n"])
-    return f"{VARIABILITY_RAW}.csv".format(backend=backend, gpu=gpu, run=run)
-
-
-def previous_variability_run(wildcards):
-    """Run r of a GPU waits for its run r-1 (common.smk's previous_run), wherever that run's file is."""
-    run = int(wildcards.run)
-    return [] if run == 1 else variability_raw(wildcards.backend, wildcards.gpu, run - 1)
-
-
 rule variability_run:
     input:
         **container_input(),
