@@ -141,9 +141,14 @@ for family, shape in INFERENCE_FAMILIES.items():
             **measure_resources(),
         params:
             flags=INFERENCE_FLAGS,
+            # bound now: a shell command is formatted as the job runs, when the loop's `shape` is the
+            # last family's
+            model=lambda wildcards, model_args=shape["model_args"]: model_args.format(
+                wildcards=wildcards
+            ),
         shell:
             container_exec(MEASURE_GPU)
-            + f"gpurepro infer {shape['model_args']} "
+            + "gpurepro infer {params.model} "
             + "-b {wildcards.batch} --precision {wildcards.precision} --mode {wildcards.mode} "
             "--run {wildcards.run} {params.flags} --out {output.table} --trace-out {output.trace} "
             "> {log} 2>&1"
@@ -199,5 +204,8 @@ for family in INFERENCE_FAMILIES:
         benchmark:
             f"{RESULTS}/benchmarks/inference/plot_{family}.tsv"
         localrule: True
+        params:
+            # bound now, as infer_<family>'s model (above)
+            family=family,
         shell:
-            f"gpurepro plot {family} {{input}} --out {{output}} > {{log}} 2>&1"
+            "gpurepro plot {params.family} {input} --out {output} > {log} 2>&1"
