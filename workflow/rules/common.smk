@@ -242,17 +242,6 @@ def kernel_binary(wildcards):
     return [] if wildcards.backend == "torch" else rules.build_kernels.output.sgemm
 
 
-def previous_run(pattern):
-    """Input function: run r of a repeated measurement waits for run r-1 (same other wildcards), so the
-    runs on one GPU follow each other instead of competing for it."""
-
-    def previous(wildcards):
-        run = int(wildcards.run)
-        return [] if run == 1 else pattern.format(**{**wildcards, "run": run - 1})
-
-    return previous
-
-
 # Input functions of the repeated studies' rules (inference.smk, variability.smk), kept here as
 # Snakemake's lint asks: the names they read are those files' own.
 def previous_inference_round(family):
@@ -271,7 +260,8 @@ def variability_raw(backend, gpu, run):
 
 
 def previous_variability_run(wildcards):
-    """Run r of a GPU waits for its run r-1 (common.smk's previous_run), wherever that run's file is."""
+    """Run r of a GPU waits for its run r-1, so the runs on one GPU follow each other instead of
+    competing for it, wherever that run's file is."""
     run = int(wildcards.run)
     return (
         [] if run == 1 else variability_raw(wildcards.backend, wildcards.gpu, run - 1)
