@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import harness, host, nvml, provenance
+from . import harness, host, nvml, plausibility, provenance
 from .errors import GpureproError
 from .profiles import check_gpu_matches, load_profile, pick_profile
 from .profiling.dcgm import dcgm_out_path, monitor_if_requested
@@ -56,6 +56,11 @@ class Target:
     @property
     def torch_device(self) -> str:
         return "cpu" if self.gpu_index is None else f"cuda:{self.gpu_index}"
+
+    @property
+    def where(self) -> str:
+        """How messages name it: 'GPU 1' (the host's index) or 'CPU'."""
+        return "CPU" if self.gpu_index is None else f"GPU {self.gpu_index}"
 
 
 def visible_device_mismatch(index: int, visible: str | None, nvml_count: int, nvml_uuid: str) -> str | None:
@@ -148,6 +153,9 @@ def run_job(
     finally:
         source.close()
     reps = attach(result.reps, result.trace.frame)
+    # Before anything is filed: a figure the GPU cannot reach was timed somewhere else.
+    what = f"{target.where} " + ", ".join(f"{key} {value}" for key, value in describe.items())
+    plausibility.check_reps(reps, provenance.gpu_name(started), what)
     for key, value in reversed(describe.items()):
         reps.insert(0, key, value)
     reps.insert(0, "device", source.devices()[0])

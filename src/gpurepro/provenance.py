@@ -133,6 +133,11 @@ def begin(
     }
 
 
+def gpu_name(record: dict[str, Any]) -> str:
+    """NVML's name of the (first) GPU a record was measured on; 'cpu' for a CPU run."""
+    return str((record.get("gpus") or [{}])[0].get("name", "cpu"))
+
+
 def finish(started: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Complete a provenance record at the end of a measurement."""
     return {**started, "end_time": now_iso(), **(extra or {})}

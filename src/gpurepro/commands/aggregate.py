@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import combine, process_table, runtimes
+from .. import combine, plausibility, process_table, runtimes
 from ..errors import GpureproError
 from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
@@ -92,6 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     tables = AGGREGATORS[args.study](args.raw)
+    for option, table in tables.items():  # all checked before any is written
+        plausibility.check_table(table, f"{args.study} {option}")
     for option, table in tables.items():
         path = getattr(args, option)
         if path is None and option == "processes":

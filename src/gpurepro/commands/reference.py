@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-from .. import provenance
+from .. import plausibility, provenance
 from ..measure_job import resolve_target
 from ..reference.measure import ReferenceSettings, measure
 from ..results import ensure_absent, write_raw
@@ -46,12 +46,15 @@ def run(args: argparse.Namespace) -> int:
     rows = measure(settings, torch.device(target.torch_device), target.gpu_index, args.seed)
     rows.insert(0, "device", "cpu" if target.gpu_index is None else str(target.gpu_index))
     rows.insert(0, "profile", target.profile["name"])
+    medians = rows.groupby("reference", sort=False)["value"].median()
+    units = rows.groupby("reference", sort=False)["unit"].first()
+    for name in medians.index.intersection(list(plausibility.UNITS)):  # before anything is filed
+        what = f"{target.where} reference {name}"
+        plausibility.check_rate(name, float(medians[name]), provenance.gpu_name(started), what)
     if args.out:
         write_raw(rows, args.out, provenance.finish(started))
     else:
         rows.to_csv(sys.stdout, index=False)
-    medians = rows.groupby("reference", sort=False)["value"].median()
-    units = rows.groupby("reference", sort=False)["unit"].first()
     print(
         "reference rates: "
         + ", ".join(f"{name} {medians[name]:.4g} {units[name]}" for name in medians.index),

@@ -34,14 +34,29 @@ def synchronizer(device: torch.device) -> Callable[[], None]:
     return lambda: None
 
 
+def bind(device: torch.device) -> torch.device:
+    """Make `device` the current CUDA device of this process (a no-op on the CPU) and return it.
+
+    Work placed on cuda:g runs on GPU g whatever the current device is, but an event recorded without a
+    stream, a graph capture or a library handle lands on the *current* device: on a host where every GPU
+    is visible, GPU g's timings would otherwise be GPU 0's idle stream. Call it only where the job may
+    create the CUDA context (after the harness's idle baseline)."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device
+
+
 def timed_call_ms(call: Callable[[], None], device: torch.device) -> float:
     """Milliseconds of one call: CUDA events around it on a GPU (the device's own clock, no host
-    overhead), perf_counter on a CPU."""
+    overhead), perf_counter on a CPU. The events are recorded on `device`'s own current stream, where
+    the call's kernels run, whichever GPU is current."""
     if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
+        with torch.cuda.device(device):
+            stream = torch.cuda.current_stream(device)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            call()
+            end.record(stream)
         end.synchronize()
         return start.elapsed_time(end)
     began = time.perf_counter()
@@ -64,7 +79,7 @@ class TorchSgemm:
     def __init__(self, n: int, device: torch.device, seed: int, dtype: torch.dtype = torch.float32) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        self.n, self.device, self.seed = n, device, seed
+        self.n, self.device, self.seed = n, bind(device), seed
         self.a, self.b, self.c = make_operands(n, device, seed, dtype)
         self.synchronize = synchronizer(device)
 

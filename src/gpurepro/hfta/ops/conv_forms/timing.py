@@ -27,11 +27,15 @@ def fwd_bwd_ms(run: Form, x: Tensor, weight: Tensor, bias: Tensor | None) -> flo
             out = run(*inputs)
             grad = torch.randn_like(out)
             out.backward(grad)
+            # On x's own stream: an event recorded without one lands on the current GPU, which on a
+            # host with every GPU visible need not be x's, and would time nothing.
+            stream = torch.cuda.current_stream(x.device)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(TIMED_REPEATS):
-                run(*inputs).backward(grad)
-            end.record()
+            with torch.cuda.device(x.device):
+                start.record(stream)
+                for _ in range(TIMED_REPEATS):
+                    run(*inputs).backward(grad)
+                end.record(stream)
         end.synchronize()
     except torch.OutOfMemoryError:
         torch.cuda.empty_cache()
