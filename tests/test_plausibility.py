@@ -11,6 +11,7 @@ import pytest
 
 from gpurepro import plausibility
 from gpurepro.cli import main
+from gpurepro.compare.runs import load_run
 from gpurepro.plausibility import ImplausibleMeasurement, check_rate, check_reps, peak
 from tests.test_sgemm import FAST, sweep_point
 
@@ -79,3 +80,15 @@ def test_the_measuring_command_stops_before_filing(tmp_path: Path, monkeypatch: 
     args = ["sgemm", "128", "3", "cpu", "--out", str(raw / "torch_n128.csv"), "--trace-out", str(trace)]
     assert main([*args, *FAST]) == 2
     assert not raw.exists() or not list(raw.iterdir())
+
+
+def test_compare_refuses_a_run_whose_table_holds_an_impossible_rate(tmp_path: Path) -> None:
+    """A table made before aggregation refused such rates (GPU 1's SGEMM timed on GPU 0's stream)."""
+    tables = tmp_path / "h200" / "tables"
+    tables.mkdir(parents=True)
+    raw = sweep_point(tmp_path, "torch", 8192, np.full(5, 5.5e4))
+    pd.read_csv(raw).assign(
+        gpu_name=H200, metric="rate", statistic="median", value=5.5e4, unit="TFLOP/s"
+    ).to_csv(tables / "sgemm.csv", index=False)
+    with pytest.raises(ImplausibleMeasurement, match="sgemm.csv: rate on NVIDIA H200"):
+        load_run(tmp_path / "h200")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import plausibility
 from ..errors import GpureproError
 from ..tables import LONG_COLUMNS
 from .folders import device_folder
@@ -68,6 +69,8 @@ def load_run(path: Path | str) -> Run:
     tables, wide = {}, {}
     for csv in sorted(folder.glob("*.csv")):
         table = pd.read_csv(csv)
+        # a table made before aggregation refused impossible rates may still hold one: compare none
+        plausibility.check_table(table, str(csv))
         if set(LONG_COLUMNS) <= set(table.columns):
             tables[csv.stem] = table
         else:
