@@ -1,7 +1,9 @@
 """The inference figures show each claim's comparison in one panel (issue 42): one panel per metric the
 claims read (latency, power and energy above active idle), the models side by side on the x axis, the
 mode as hue, the median over runs with its interval across them (or, from one run, the power's interval
-within it), and the A100's published figures, read from the claims file, as marks beside their points."""
+within it), and the A100's published figures, read from the claims file, as marks beside their points,
+each only on a panel of the basis it was measured on (issue 48): the artifact's power and energy above an
+idle with no CUDA context are named in a note, never drawn on the panels above active idle."""
 
 from __future__ import annotations
 
@@ -181,21 +183,37 @@ def test_one_run_shows_the_powers_interval_within_it() -> None:
     assert "one run per point: no interval across runs" in _notes(fig)
 
 
-def test_the_a100_figures_are_marked_beside_their_points() -> None:
-    """The claims file's numbers, through the claim loader: 4.37 ms, 68-61, 72-61, 87-61 W, and
-    (87 - 61) W x 4.37 ms."""
+def test_the_a100_latency_is_marked_and_its_power_above_another_idle_is_only_named() -> None:
+    """The claims file's numbers, through the claim loader: 4.37 ms beside DeiT-B's latency; 68-61, 72-61,
+    87-61 W and (87 - 61) W x 4.37 ms are above an idle with no CUDA context, which no panel is."""
     fig = inference_plot.plot(quick_deit_table(), "deit")  # default: the shipped claims file
     panels = _axes(fig)
     assert [value for _, value in _marks(panels[LATENCY])] == pytest.approx([4.37])
     assert round(_marks(panels[LATENCY])[0][0]) == 2  # at deit-b
-    assert sorted(value for _, value in _marks(panels[POWER])) == pytest.approx([7.0, 11.0, 26.0])
-    assert [value for _, value in _marks(panels[ENERGY])] == pytest.approx([(87 - 61) * 4.37e-3])
+    assert not _marks(panels[POWER]) and not _marks(panels[ENERGY])  # axes above active idle
+    notes = " ".join(_notes(fig).split())
+    assert "A100 80GB published power above idle and energy per inference above idle not drawn" in notes
+    assert "(deit-t 7 W, deit-s 11 W, deit-b 26 W, deit-b 0.114 J)" in notes
+    assert "no CUDA context" in notes and "above active idle" in notes
+    assert "A100 80GB published" in _legend(fig)  # the latency's mark
+
+
+def test_a_published_figure_of_the_panels_own_basis_is_drawn_on_it() -> None:
+    """What decides is the basis, not the family: a figure published above active idle has its panel."""
+    references = inference_plot.published("deit")
+    power = references["claim"] == "deit-b-a100-power-above-idle"
+    references.loc[power, ["panel", "basis"]] = POWER
+    fig = inference_plot.plot(quick_deit_table(), "deit", references)
+    assert [value for _, value in _marks(_axes(fig)[POWER])] == pytest.approx([26.0])
+    assert "deit-b 26 W" not in _notes(fig)
 
 
 def test_published_figures_come_from_the_claims_file() -> None:
     deit = inference_plot.published("deit").set_index("claim")
     assert deit.loc["deit-b-a100-latency-bs1-amp", "value"] == 4.37
-    assert deit.loc["deit-b-a100-power-above-idle", "panel"] == POWER
+    assert deit.loc["deit-b-a100-latency-bs1-amp", "panel"] == LATENCY
+    assert deit.loc["deit-b-a100-power-above-idle", "panel"] == ""  # no panel is above that idle
+    assert deit.loc["deit-b-a100-power-above-idle", "basis"] == "power above idle"
     assert "deit-power-order" not in deit.index and "deit-b-a100-latency-stability" not in deit.index
     bert = inference_plot.published("bert")
     assert sorted(bert["value"]) == [19.0, 53.0, 93.0] and set(bert["gpu"]) == {"A100 80GB"}
@@ -216,8 +234,10 @@ def test_bert_models_and_sequence_lengths_on_one_axis() -> None:
     fig = inference_plot.plot(quick_bert_table(), "bert", inference_plot.published("bert"))
     power = _axes(fig)[POWER]
     assert [t.get_text() for t in power.get_xticklabels()] == ["bert-b s128", "bert-b s384", "bert-l s320"]
-    assert sorted(value for _, value in _marks(power)) == pytest.approx([19.0, 53.0, 93.0])
-    assert not _marks(_axes(fig)[LATENCY])  # the BERT claims publish no latency
+    # BERT-L's 93 W above an idle with no context is not set against its power above active idle
+    assert not _marks(power) and not _marks(_axes(fig)[LATENCY])  # and the BERT claims publish no latency
+    assert "(bert-b s128 19 W, bert-b s384 53 W, bert-l s320 93 W)" in " ".join(_notes(fig).split())
+    assert "A100 80GB published" not in _legend(fig)  # nothing drawn, nothing in the legend
 
 
 def test_without_power_the_panels_say_so_and_the_a100_marks_say_where_they_would_be() -> None:

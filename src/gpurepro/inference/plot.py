@@ -5,7 +5,10 @@ median over its runs (one independent process each) with the 95% interval across
 (process_stats.across_processes): a rerun moves a host-paced figure far more than its own reps show. From
 one run there is no such interval, so the within-process one is drawn where the table has it (power: over
 the energy window's sub-windows). The A100's published figures are black marks beside the points they
-claim, read from the claims file through the claim loader, so that figure and verdict never disagree.
+claim, read from the claims file through the claim loader, so that figure and verdict never disagree; a
+published figure is drawn only on a panel of the basis it was measured on: the artifact's power and energy
+are above an idle with no CUDA context, these panels above active idle, so those are named in a note
+instead of drawn where they would look judged (the verdict reads them off the A100 as informational).
 Where a run measured several precisions or batch sizes (a full sweep), each (precision, batch size) is one
 row of panels, the claims' own (fp16, batch 1) first. Failed points are listed under the figure."""
 
@@ -54,20 +57,28 @@ PANELS = (
         "J per inference",
     ),
 )
-# Which panel a published claim's metric belongs on: the artifact's power and energy are above its idle
-# draw (nvidia-smi, no model running), the nearest the study has to it being the active idle.
+# Which panel a published claim's metric is drawn on: only the panel of its own basis.
 CLAIM_PANELS = {
     ("latency", "median"): "latency",
-    ("power_above_idle", "mean"): "power above active idle",
     ("power_above_active_idle", "mean"): "power above active idle",
-    ("energy_per_inference", "above_idle"): "energy per inference above active idle",
     ("energy_per_inference", "above_active_idle"): "energy per inference above active idle",
+}
+# Published figures of another basis than any panel's: the artifact's power and energy above its idle draw
+# (nvidia-smi, no CUDA context). A context at full clocks alone holds about 3 W above that on the A100 and
+# about 55 W on an H100, so against power above active idle they would read as held or failed by the
+# context's floor, not the model's draw. They are named in a note, not drawn.
+OTHER_BASIS = {
+    ("power_above_idle", "mean"): "power above idle",
+    ("energy_per_inference", "above_idle"): "energy per inference above idle",
 }
 CLAIMS_FILE = Path("config") / "expected" / "inference.yaml"
 # The point the claims are made at, whose row of panels comes first.
 CLAIMS_VIEW = ("fp16", 1)
 WITHIN = ("ci_low", "ci_high")  # a within-process interval's statistics, where the table has them
-REFERENCE_COLUMNS = ["panel", "model", "seq_len", "precision", "batch_size", "mode", "value", "gpu", "claim"]
+# `panel`: the panel a figure is drawn on, empty where none shares its basis (`basis` says which it has)
+REFERENCE_COLUMNS = [
+    "panel", "basis", "model", "seq_len", "precision", "batch_size", "mode", "value", "unit", "gpu", "claim"
+]  # fmt: skip
 NO_ENERGY = "power and energy above active idle: not reported by this device (no NVML or RAPL counter)"
 
 
@@ -86,7 +97,8 @@ def _model_order(points: pd.DataFrame) -> list[str]:
 
 def published(family: str, claims_file: Path | str | None = None) -> pd.DataFrame:
     """The published figures of one family's absolute claims, one row per claim (REFERENCE_COLUMNS), read
-    through the claim loader: the same numbers (e.g. 87 - 61 W, computed) the verdict judges against."""
+    through the claim loader: the same numbers (e.g. 87 - 61 W, computed) the verdict judges against.
+    A figure of another basis than every panel's (OTHER_BASIS) has no panel."""
     from ..verdict.claims import load_claims  # the verdict's loader; not needed unless a figure is drawn
     from ..verdict.hardware import load_hardware
 
@@ -95,10 +107,11 @@ def published(family: str, claims_file: Path | str | None = None) -> pd.DataFram
     rows = []
     for claim in load_claims([path], hardware=hardware):
         where, measure = claim.measure.where, claim.measure
-        panel = CLAIM_PANELS.get((measure.metric, measure.statistic))
+        basis = (measure.metric, measure.statistic)
+        panel = CLAIM_PANELS.get(basis)
         if (
             claim.kind != "absolute"
-            or panel is None
+            or (panel is None and basis not in OTHER_BASIS)
             or claim.order
             or claim.divide_by
             or claim.subtract
@@ -108,13 +121,15 @@ def published(family: str, claims_file: Path | str | None = None) -> pd.DataFram
             continue
         rows.append(
             {
-                "panel": panel,
+                "panel": panel or "",
+                "basis": panel or OTHER_BASIS[basis],
                 "model": where["model"],
                 "seq_len": where.get("seq_len", math.nan),
                 "precision": where.get("precision"),
                 "batch_size": where.get("batch_size"),
                 "mode": where.get("mode"),
                 "value": claim.expected.value,
+                "unit": claim.unit,
                 "gpu": hardware[claim.gpus[0]].name,
                 "claim": claim.id,
             }
@@ -225,6 +240,20 @@ def _references(family: str, notes: list[str]) -> pd.DataFrame:
         return pd.DataFrame(columns=REFERENCE_COLUMNS)
 
 
+def _not_drawn(references: pd.DataFrame) -> str:
+    """The note naming the published figures of another basis than the panels', and why they are not
+    drawn: the reader finds them, and the verdict's reading of them, without a mark that looks judged."""
+    gpus = ", ".join(sorted(set(references["gpu"])))
+    bases = " and ".join(dict.fromkeys(references["basis"]))
+    figures = ", ".join(f"{r.label} {r.value:.3g} {r.unit}" for r in references.itertuples())
+    return (
+        f"{gpus} published {bases} not drawn ({figures}): measured above an idle with no CUDA context, "
+        "while these panels are above active idle (context up, model warm); a context alone draws about "
+        "3 W above that idle on the A100 and about 55 W on an H100, so no panel here shares their basis "
+        "(the verdict lists them)"
+    )
+
+
 def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = None) -> Figure:
     """Draw one family's figure from the tidy table of `gpurepro aggregate inference`. `references`: the
     published figures to mark (default: published(), the claims file's)."""
@@ -239,6 +268,8 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
         return nothing_ran(title, notes)
     references = _references(family, notes) if references is None else references
     references = references.assign(label=list(map(_label, references["model"], references["seq_len"])))
+    other_basis = references[references["panel"] == ""]
+    references = references[references["panel"] != ""]
     if set(summary["panel"]) == {PANELS[0].title}:
         notes.insert(0, NO_ENERGY)
     labels = _model_order(summary)
@@ -272,6 +303,8 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
         at = references[["precision", "batch_size"]].drop_duplicates().itertuples(index=False)
         points = "; ".join(sorted(f"{p}, batch {b}" for p, b in at))
         notes.append(f"{gpus} published figures ({points}): no point measured here to mark them by")
+    if len(other_basis):
+        notes.append(_not_drawn(other_basis))
     span = f"{runs[0]}-{runs[-1]}" if len(runs) > 1 else str(runs[0])
     fig.legend(
         handles=handles, title=f"mode (median of {span} process{'es' if runs[-1] > 1 else ''})",
