@@ -5,17 +5,23 @@
 
 from gpurepro.verdict.claims import claim_files, load_claims  # noqa: E402
 from gpurepro.verdict.hardware import load_hardware  # noqa: E402
+from gpurepro.verdict.points import load_points  # noqa: E402
 from snakemake.sourcecache import infer_source_file  # noqa: E402
 
 CLAIMS_DIR = "config/expected"
 HARDWARE_DIR = "config/hardware"
-# A bad claim or hardware file stops the run before any job, naming the file, the claim and the key.
+POINTS_FILE = "config/points.yaml"
+# A bad claim or hardware file, or a claim whose where matches several points (sizes, GPUs, backends),
+# stops the run before any job, naming the file, the claim and the key.
 try:
     load_claims(
         [Path(workflow.basedir, CLAIMS_DIR)],
         SCHEMAS / "claims.schema.yaml",
         load_hardware(
             Path(workflow.basedir, HARDWARE_DIR), SCHEMAS / "hardware.schema.yaml"
+        ),
+        load_points(
+            Path(workflow.basedir, POINTS_FILE), SCHEMAS / "points.schema.yaml"
         ),
     )
 except GpureproError as err:
@@ -65,6 +71,7 @@ rule verdict:
     input:
         claims=CLAIM_FILES,
         hardware=HARDWARE_FILES,
+        points=POINTS_FILE,
         tables=list(STUDY_TABLES.values()),
         plots=list(STUDY_PLOTS.values()),
     output:
@@ -92,11 +99,15 @@ rule verdict:
         # GPUs the run had: claims that need more (e.g. 8-GPU scaling) are not measured, and say so
         gpus=len(GPUS) if IS_GPU else 0,
         table_rules=TABLE_RULES,
+        # how it was measured: the raw files' provenance sidecars and the run's resolved config
+        results=RESULTS,
+        config_hash=CONFIG_HASH,
     shell:
         "gpurepro verdict --profile {params.profile} --claims {input.claims} --hardware "
         + HARDWARE_DIR
-        + " --gpus {params.gpus} --tables {input.tables} --plots {input.plots} --md {output.md} "
-        "--csv {output.csv} --html {output.html} --rst {output.rst} "
+        + " --points {input.points} --gpus {params.gpus} --tables {input.tables} --plots {input.plots} "
+        "--md {output.md} --csv {output.csv} --html {output.html} --rst {output.rst} "
+        "--results {params.results} --config-hash {params.config_hash} "
         "--table-rules {params.table_rules} > {log} 2>&1"
 
 

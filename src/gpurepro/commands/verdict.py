@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,8 @@ from ..verdict.claims import load_claims
 from ..verdict.evaluate import evaluate
 from ..verdict.hardware import load_hardware
 from ..verdict.here import Here
+from ..verdict.measured import how_measured
+from ..verdict.points import load_points
 from ..verdict.statuses import NOT_HELD
 
 
@@ -43,6 +46,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--schema", type=Path, help="claims schema (default: workflow/schemas/claims.schema.yaml)"
     )
+    parser.add_argument(
+        "--points", type=Path, default=root / "points.yaml",
+        help="what tells each table's points apart (default: config/points.yaml of this checkout)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--results", type=Path,
+        help="the device's results folder: the provenance sidecars of its raw files say how it was measured",
+    )  # fmt: skip
+    parser.add_argument("--config-hash", help="the run's config hash: its resolved config says quick or full")
     parser.add_argument(
         "--tables", nargs="*", type=Path, default=[],
         help="the run's tables/<name>.csv (reference.csv holds the rates absolute claims are scaled by)",
@@ -80,18 +92,20 @@ def _table_rules(pairs: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     hardware = load_hardware(args.hardware)
-    claims = load_claims(args.claims, args.schema, hardware)
+    claims = load_claims(args.claims, args.schema, hardware, load_points(args.points))
     tables = {path.stem: pd.read_csv(path) for path in args.tables}
     link_from = args.md.parent if args.md else Path.cwd()
     plots = {path.stem: os.path.relpath(path, link_from) for path in args.plots}
     outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
     here = Here.of(tables, args.gpus)
-    page = render.markdown(outcomes, args.profile, here)
+    measured = how_measured(args.results, args.config_hash)
+    drawn = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    page = render.markdown(outcomes, args.profile, here, measured, drawn)
     outputs = {
         args.md: page,
         args.csv: render.frame(outcomes).to_csv(index=False),
-        args.html: render.to_html(outcomes, args.profile, here),
-        args.rst: render.landing_page(outcomes, args.profile, here),
+        args.html: render.to_html(outcomes, args.profile, here, measured, drawn),
+        args.rst: render.landing_page(outcomes, args.profile, here, measured, drawn),
     }
     for path, text in outputs.items():
         if path is not None:

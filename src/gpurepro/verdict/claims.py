@@ -20,6 +20,7 @@ from ..errors import GpureproError
 from ..profiles import project_root
 from ..schema import first_error, read_yaml
 from .hardware import Gpu, load_hardware
+from .points import PointKeys, check_selection
 from .ranges import Expected, Tolerance, accepted_range, expected_ends
 
 REDUCTIONS = ("single", "each", "min", "max", "median", "mean")
@@ -63,11 +64,24 @@ class Scaling:
 
 
 @dataclass(frozen=True)
+class Test:
+    """A direction read from a test's p-value rather than from the value's interval: a statistic of the
+    measure's rows (e.g. the permutation p-value of "the GPUs alike"), below `alpha` for the direction
+    to hold. Where the value cannot leave one side of its threshold by construction (a max - min spread
+    is above 0 for identical GPUs too), only such a test can tell."""
+
+    statistic: str
+    alpha: float
+    says: str  # what a p-value below alpha shows, in words
+
+
+@dataclass(frozen=True)
 class Direction:
     """What a relative claim says qualitatively: the value is above (or below) a threshold."""
 
     above: float | None = None
     below: float | None = None
+    test: Test | None = None
 
     @property
     def threshold(self) -> float:
@@ -100,6 +114,23 @@ class OffPaperGpu:
 
 
 @dataclass(frozen=True)
+class Population:
+    """A claim about a population of GPUs (a cluster's tail): untestable on fewer GPUs, with why."""
+
+    gpus: int
+    why: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A claim about a point's place in a sweep (a plateau): judged only where the run swept at least
+    `at_least` values of `column` at the point's other keys."""
+
+    column: str
+    at_least: int
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     claim: str
@@ -122,6 +153,8 @@ class Claim:
     off_paper_gpu: OffPaperGpu | None = None
     needs_gpus: int = 0
     needs_setup: str | None = None  # what no run of this pipeline sets up (e.g. MIG partitions)
+    needs_population: Population | None = None
+    needs_sweep: Sweep | None = None
     plot: str | None = None
     note: str | None = None
 
@@ -159,6 +192,12 @@ class Claim:
             text = f"≤ {_number(high)}{shown}"
         else:
             text = f"≥ {_number(low)}{shown}"
+        if self.expected.across is not None:
+            stated_high = self.expected.stated_high * scale  # type: ignore[operator]
+            text += (
+                f" (the paper states {_number(low)}–{_number(stated_high)}{shown} across "
+                f"{self.expected.across}: one workload on another GPU is held to its lower end)"
+            )
         tolerance = self.tolerance.describe(unit)
         parts = [] if tolerance == "exact" else [tolerance]
         if factor is not None and self.scaling is not None and self.scaling.uncertainty:
@@ -223,11 +262,12 @@ def load_claims(
     paths: list[Path | str],
     schema: Path | str | None = None,
     hardware: dict[str, Gpu] | None = None,
+    points: PointKeys | None = None,
 ) -> list[Claim]:
     """Every claim of the files (or folders of files) given, checked against the schema and for the
     rules a schema cannot say (ranges the right way round, one kind of tolerance, unique ids, a hardware
-    entry with the rates its scaling needs for every GPU named). `hardware` defaults to the table in
-    config/hardware/."""
+    entry with the rates its scaling needs for every GPU named, and, given each table's point keys
+    (points.py), a where that selects one point). `hardware` defaults to the table in config/hardware/."""
     schema = Path(schema) if schema else default_schema()
     hardware = load_hardware() if hardware is None else hardware
     claims: list[Claim] = []
@@ -238,7 +278,10 @@ def load_claims(
                 raise GpureproError(
                     f"bad claim file {file}: claim id '{claim.id}' is already used in {seen[claim.id]}"
                 )
-            _check_hardware(claim, hardware, f"bad claim file {file}: claim {claim.id} (claims.{index})")
+            place = f"bad claim file {file}: claim {claim.id} (claims.{index})"
+            _check_hardware(claim, hardware, place)
+            if points is not None:
+                _check_points(claim, points, place)
             seen[claim.id] = str(file)
             claims.append(claim)
     return claims
@@ -261,6 +304,18 @@ def _check_hardware(claim: Claim, hardware: dict[str, Gpu], where: str) -> None:
                 f"{where}: key scaling.with: {reference}: the hardware entry config/hardware/{gpu.id}.yaml "
                 f"has no rate {reference} (it has {', '.join(sorted(gpu.rates))})"
             )
+
+
+def _check_points(claim: Claim, points: PointKeys, place: str) -> None:
+    """Every selection of the claim reads one point (or reduces over points on purpose)."""
+    measure = claim.measure
+    if not claim.order:  # an ordering's points complete its where
+        check_selection(measure.table, measure.where, measure.reduce, points, place, "measure")
+    for key, other in (("divide_by", claim.divide_by), ("subtract", claim.subtract)):
+        if other is not None:
+            check_selection(other.table, other.where, other.reduce, points, place, key)
+    for index, point in enumerate(claim.order):
+        check_selection(measure.table, {**measure.where, **point}, "single", points, place, f"order.{index}")
 
 
 def _load_file(file: Path, schema: Path) -> list[Claim]:
@@ -323,7 +378,7 @@ def _claim(
         scaling=Scaling(dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip())
         if scaling
         else None,
-        direction=Direction(direction.get("above"), direction.get("below")) if direction else None,
+        direction=_direction(direction) if direction else None,
         order=tuple(dict(point) for point in item.get("order", [])),
         off_paper_gpu=OffPaperGpu(
             off["reading"],
@@ -335,8 +390,21 @@ def _claim(
         else None,
         needs_gpus=needs.get("gpus", 0),
         needs_setup=needs.get("setup"),
+        needs_population=Population(needs["population"]["gpus"], needs["population"]["why"].strip())
+        if "population" in needs
+        else None,
+        needs_sweep=Sweep(needs["sweep"]["column"], needs["sweep"]["at_least"]) if "sweep" in needs else None,
         plot=item.get("plot"),
         note=item.get("note"),
+    )
+
+
+def _direction(direction: dict[str, Any]) -> Direction:
+    test = direction.get("test")
+    return Direction(
+        direction.get("above"),
+        direction.get("below"),
+        Test(test["statistic"], test["alpha"], test["says"].strip()) if test else None,
     )
 
 
@@ -347,6 +415,7 @@ def _expected(item: dict[str, Any], where: str) -> Expected:
             raise GpureproError(f"{where}: key expected: required (only an ordering claim goes without)")
         return Expected()
     expected = dict(item["expected"])
+    across = expected.pop("across", None)
     formula = expected.pop("computed", None)
     if formula is not None:
         if expected:
@@ -361,6 +430,13 @@ def _expected(item: dict[str, Any], where: str) -> Expected:
         raise GpureproError(
             f"{where}: key expected: min {expected['min']} is more than max {expected['max']}"
         )
+    if across is not None:
+        if "min" not in expected or "max" not in expected:
+            raise GpureproError(
+                f"{where}: key expected.across: a range across models and GPUs needs min and max"
+            )
+        # judged as the paper states it: one workload on another GPU is held to the range's lower end
+        return Expected(None, expected["min"], None, formula, across.strip(), expected["max"])
     return Expected(expected.get("value"), expected.get("min"), expected.get("max"), formula)
 
 

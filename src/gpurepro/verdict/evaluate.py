@@ -12,11 +12,19 @@ How a claim is judged depends on its kind and on the GPU:
 - a difference or ratio of two points (subtract, divide_by): its interval over the two points'
   processes where both name them, else the widest the two points' intervals allow.
 - absolute, on the paper's GPU: "within tolerance" or "outside tolerance", as published.
-- absolute, on another GPU: scaled through reference rates (scaling.py), "scaled" only when a measured
-  rate entered the factor; or, where nothing makes it comparable (claim.off_paper_gpu), informational
-  or "not comparable" with why (a host-bound latency says how much of it is host time).
-Any range that cannot fail (ranges.py) is "not testable here", never held. Any claim is "not measured"
-when its value cannot be read here, and the detail says why (reading.py).
+- absolute, on another GPU: scaled through reference rates like for like (scaling.py: measured against
+  measured, else datasheet against datasheet); or, where nothing makes it comparable
+  (claim.off_paper_gpu), informational or "not comparable" with why (a host-bound latency says how much
+  of it is host time).
+- "GPUs differ" (direction.test): read from the test's p-value among the measure's rows, never from an
+  interval of a max - min spread, which lies above 0 for identical GPUs too.
+- a magnitude from one process a side: its interval is the measured between-process spread
+  (between.py), so it is inconclusive at one process where it lies nearer an edge than that.
+Any range that cannot fail (ranges.py) is "not testable here", never held; so is a bound over a
+population on fewer GPUs than it needs (needs.population) and a place in a sweep the run did not sweep
+widely enough (needs.sweep). Any claim is "not measured" when its value cannot be read here, and the
+detail says why (reading.py). Every outcome carries the processes behind each side of its value, so an
+inconclusive one says at how many it stands.
 
 Here the claim is taken through those cases; how values read against a range, a direction or an order is
 judging.py's, the words of the results statuses.py's, and the outcome's wording outcome.py's.
@@ -28,20 +36,22 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .claims import INFORMATIONAL, RELATIVE, Claim
+from .between import one_process_interval
+from .claims import INFORMATIONAL, RELATIVE, Claim, Selection
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
-from .hardware import Gpu
+from .hardware import Gpu, matching
 from .here import Here
 from .judging import combined_interval, judge_values, order_step
 from .outcome import Outcome, bound
 from .ranges import accepted_range
-from .reading import NotMeasured, Values, read
+from .reading import NotMeasured, Values, read, swept
 from .scaling import NoReference, scale_factor
 from .statuses import (
     EXACT,
     NOT_COMPARABLE,
     NOT_MEASURED,
     NOT_RESOLVED,
+    NOT_TESTABLE,
     OFF_PAPER,
     ORDER_FAILS,
     ORDER_HOLDS,
@@ -63,7 +73,7 @@ def evaluate(
     and plots (by name: plots/<name>.png -> the path to link) are given. `gpu_count`: GPUs the run had
     (default: those its tables name); `rules`: the rule that writes each table, for not-measured hints."""
     here = Here.of(tables, gpu_count)
-    judge = _Judge(here, tables, rules or {})
+    judge = _Judge(here, tables, rules or {}, matching(hardware, here.gpu_names))
     return [judge.outcome(claim, hardware, plots or {}) for claim in claims]
 
 
@@ -72,6 +82,7 @@ class _Judge:
     here: Here
     tables: dict[str, pd.DataFrame]
     rules: dict[str, str]
+    here_gpu: Gpu | None  # this GPU's hardware entry (its datasheet), matched by NVML name
 
     def outcome(self, claim: Claim, hardware: dict[str, Gpu], plots: dict[str, str]) -> Outcome:
         paper = tuple(hardware[gpu] for gpu in claim.gpus)
@@ -84,6 +95,9 @@ class _Judge:
         why_not = self._unmeasurable(claim)
         if why_not:
             return result(NOT_MEASURED, why_not)
+        untestable = self._untestable(claim)
+        if untestable:
+            return result(NOT_TESTABLE, untestable, RELATIVE if claim.kind == RELATIVE else EXACT)
         on_paper_gpu = any(gpu.matches(name) for gpu in paper for name in self.here.gpu_names)
         off = None if on_paper_gpu else claim.off_paper_gpu
         if off is not None and off.reading == NOT_COMPARABLE_READING:
@@ -91,19 +105,20 @@ class _Judge:
             return result(NOT_COMPARABLE, f"off {paper[0].name}: {off.why}", OFF_PAPER)
         try:
             if claim.order:
-                verdict, detail, ordered = self._order(claim)
-                return result(verdict, detail, RELATIVE, values=ordered)
+                verdict, detail, ordered, counts = self._order(claim)
+                return result(verdict, detail, RELATIVE, values=ordered, processes=counts)
             values, how = self._values(claim)
+            p_value = self._p_value(claim)
         except NotMeasured as why:
             return result(NOT_MEASURED, str(why))
         numbers = tuple(values.values)
         if off is not None:
             text, reading = self._off_paper(claim, paper[0], values, how)
-            return result(reading, text, OFF_PAPER, values=numbers)
+            return result(reading, text, OFF_PAPER, values=numbers, processes=values.counts)
         factor, judged, uncertainty = None, EXACT if claim.kind != RELATIVE else RELATIVE, 0.0
         if claim.kind != RELATIVE and not on_paper_gpu and claim.scaling is not None:
             try:
-                scaled = scale_factor(claim.scaling, paper[0], self.here.references)
+                scaled = scale_factor(claim.scaling, paper[0], self.here.references, self.here_gpu)
             except NoReference as why:
                 return result(NOT_MEASURED, str(why))
             uncertainty = claim.scaling.uncertainty
@@ -113,10 +128,49 @@ class _Judge:
             else:
                 judged = TRANSFERRED
                 how = f"{how}; {scaled.how}"
+        values, one_process = one_process_interval(claim, values)
+        if one_process:
+            how = f"{how}; {one_process}"
         accepted = accepted_range(claim.expected, claim.tolerance, factor, uncertainty)
-        verdict, how = judge_values(claim, values, accepted, factor, how)
+        verdict, how = judge_values(claim, values, accepted, factor, how, p_value)
         detail = f"accepted {bound(accepted[0])} to {bound(accepted[1])}{claim.shown_unit}; {how}"
-        return result(verdict, detail, judged, values=numbers, accepted=accepted, factor=factor)
+        return result(
+            verdict,
+            detail,
+            judged,
+            values=numbers,
+            accepted=accepted,
+            factor=factor,
+            processes=values.counts,
+        )
+
+    def _untestable(self, claim: Claim) -> str:
+        """Why the run cannot test the claim though it measured: a population it does not hold, or a
+        sweep too narrow to show a plateau."""
+        population = claim.needs_population
+        if population is not None and self.here.gpu_count < population.gpus:
+            return (
+                f"a bound over a population: needs {population.gpus} GPUs of one model, "
+                f"{self.here.gpu_count} here ({population.why})"
+            )
+        sweep = claim.needs_sweep
+        if sweep is not None:
+            values = swept(claim.measure, sweep.column, self.tables)
+            if len(values) < sweep.at_least:
+                shown = ", ".join(f"{v:g}" if isinstance(v, float | int) else str(v) for v in values)
+                return (
+                    f"cannot judge: a plateau needs at least {sweep.at_least} values of {sweep.column} "
+                    f"swept, this run swept {len(values)} ({shown or 'none'})"
+                )
+        return ""
+
+    def _p_value(self, claim: Claim) -> float | None:
+        """The p-value a direction test reads (direction.test), from the measure's own point."""
+        test = claim.direction.test if claim.direction is not None else None
+        if test is None:
+            return None
+        selection = Selection(claim.measure.table, claim.measure.metric, test.statistic, claim.measure.where)
+        return read(selection, claim.study, self.tables, self.rules).values[0]
 
     def _unmeasurable(self, claim: Claim) -> str:
         if not self.here.gpu_names:
@@ -150,11 +204,12 @@ class _Judge:
             f"{a:.4g} {numerator.unit} ({claim.measure.describe()}) {sign} {b:.4g} {second.unit} "
             f"({other.describe()})"
         )
-        return Values([value], claim.unit, combined_interval(numerator, second, sign)), how
+        counts = numerator.counts + second.counts
+        return Values([value], claim.unit, combined_interval(numerator, second, sign), counts=counts), how
 
-    def _order(self, claim: Claim) -> tuple[str, str, tuple[float, ...]]:
-        """The result, its detail and the points' values: each point's value must exceed the one before;
-        a step counts only where it is resolved (judging.order_step)."""
+    def _order(self, claim: Claim) -> tuple[str, str, tuple[float, ...], tuple[int | None, ...]]:
+        """The result, its detail, the points' values and the processes behind each: each point's value
+        must exceed the one before; a step counts only where it is resolved (judging.order_step)."""
         points = [
             read(claim.measure.with_where(where), claim.study, self.tables, self.rules)
             for where in claim.order
@@ -168,7 +223,7 @@ class _Judge:
             reversed_ += resolved is False
         verdict = ORDER_FAILS if reversed_ else NOT_RESOLVED if unresolved else ORDER_HOLDS
         detail = f"{'; '.join(steps)} {claim.unit} (95% intervals) from {claim.measure.describe()}"
-        return verdict, detail, tuple(values)
+        return verdict, detail, tuple(values), tuple(p.counts[0] for p in points)
 
     def _off_paper(self, claim: Claim, paper: Gpu, values: Values, how: str) -> tuple[str, str]:
         """How a claim with nothing to make it comparable reads off the paper's GPU: its value shown

@@ -1,5 +1,9 @@
 """The hardware table (config/hardware/<gpu>.yaml): the GPUs claims are made on, how NVML names them, and
-their reference rates, through which an absolute claim is scaled to the GPU a run measures."""
+their reference rates, through which an absolute claim is scaled to the GPU a run measures.
+
+Each rate keeps its datasheet peak and, where one was measured, the measured rate apart: scaling takes
+like for like (a rate measured here against one measured on the paper's GPU, else datasheet against
+datasheet), never a measured rate against a peak no GPU reaches."""
 
 from __future__ import annotations
 
@@ -12,13 +16,15 @@ from ..errors import GpureproError
 from ..profiles import project_root
 from ..schema import first_error, read_yaml
 
+MEASURED, DATASHEET = "measured", "datasheet"
+
 
 @dataclass(frozen=True)
 class Rate:
-    """One reference rate of a GPU: a published measurement where one exists, else the datasheet's peak."""
+    """One reference rate of a GPU on one basis: measured (with who measured it) or the datasheet's."""
 
     value: float
-    basis: str  # "measured" or "datasheet"
+    basis: str  # MEASURED or DATASHEET
     source: str
 
     def describe(self, unit: str) -> str:
@@ -26,11 +32,22 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class Rates:
+    """A reference rate of a GPU on each basis it is known on."""
+
+    datasheet: Rate | None
+    measured: Rate | None
+
+    def on(self, basis: str) -> Rate | None:
+        return self.measured if basis == MEASURED else self.datasheet
+
+
+@dataclass(frozen=True)
 class Gpu:
     id: str
     name: str
     nvml_names: tuple[str, ...]
-    rates: dict[str, Rate]
+    rates: dict[str, Rates]
 
     def matches(self, nvml_name: str) -> bool:
         """Whether a GPU NVML calls `nvml_name` is this model (then its claims are judged exactly). The
@@ -72,12 +89,23 @@ def _load(path: Path, schema: Path) -> Gpu:
         except re.error as err:
             raise GpureproError(f"bad hardware file {path}: key nvml_names: '{pattern}': {err}") from None
     datasheet = data["source"]["title"]
-    rates = {name: _rate(entry, datasheet) for name, entry in data["rates"].items()}
+    rates = {name: _rates(entry, datasheet) for name, entry in data["rates"].items()}
     return Gpu(path.stem, data["name"], tuple(data["nvml_names"]), rates)
 
 
-def _rate(entry: dict[str, Any], datasheet: str) -> Rate:
-    """A published measurement is what a GPU really reaches; a datasheet peak is what it never exceeds."""
-    if "measured" in entry:
-        return Rate(entry["measured"]["value"], "measured", entry["measured"]["source"])
-    return Rate(entry["datasheet"], "datasheet", datasheet)
+def _rates(entry: dict[str, Any], datasheet: str) -> Rates:
+    """A measurement is what a GPU really reaches; a datasheet peak is what it never exceeds: both kept."""
+    measured = entry.get("measured")
+    return Rates(
+        Rate(entry["datasheet"], DATASHEET, datasheet) if "datasheet" in entry else None,
+        Rate(measured["value"], MEASURED, measured["source"]) if measured else None,
+    )
+
+
+def matching(hardware: dict[str, Gpu], nvml_names: tuple[str, ...]) -> Gpu | None:
+    """The hardware entry of the GPU a run measured (every name it measured matching one entry), or
+    None where no entry, or more than one model, matches."""
+    found = {gpu.id for gpu in hardware.values() for name in nvml_names if gpu.matches(name)}
+    if len(found) != 1 or not all(any(gpu.matches(n) for gpu in hardware.values()) for n in nvml_names):
+        return None
+    return hardware[found.pop()]

@@ -75,9 +75,15 @@ def combined_interval(first: Values, second: Values, sign: str) -> list[tuple[fl
 
 
 def judge_values(
-    claim: Claim, values: Values, accepted: tuple[float, float], factor: float | None, how: str
+    claim: Claim,
+    values: Values,
+    accepted: tuple[float, float],
+    factor: float | None,
+    how: str,
+    p_value: float | None = None,
 ) -> tuple[str, str]:
-    """The result for a claim's values against its accepted range (and its direction, if it has one)."""
+    """The result for a claim's values against its accepted range (and its direction, if it has one;
+    from `p_value` where the direction is a test's)."""
     untestable = untestable_reason(claim.expected, accepted, factor)
     magnitude = _inside(values, accepted)
     if claim.direction is None:
@@ -90,18 +96,36 @@ def judge_values(
             )
         return (WITHIN if magnitude else OUTSIDE), f"{_intervals(values)}{how}"
     direction = claim.direction
-    holds = _direction(values, direction)
-    text = f"direction {direction.describe()}"
+    if direction.test is not None:
+        holds, text = _tested(direction, p_value)
+    else:
+        holds = _direction(values, direction)
+        text = f"direction {direction.describe()}"
+        if holds is None:
+            return NOT_RESOLVED, f"{text} not resolved: {_unresolved_why(values, direction)}; {how}"
+        text += " holds" if holds else " does not hold"
     if holds is None:
-        return NOT_RESOLVED, f"{text} not resolved: {_unresolved_why(values, direction)}; {how}"
+        return NOT_RESOLVED, f"{text}; {how}"
     if not holds:
-        return DIRECTION_FAILS, f"{text} does not hold; {_intervals(values)}{how}"
-    text = f"{text} holds; {_intervals(values)}{how}"
+        return DIRECTION_FAILS, f"{text}; {_intervals(values)}{how}"
+    text = f"{text}; {_intervals(values)}{how}"
     if untestable:
         return DIRECTION_UNTESTED, f"magnitude not testable here: {untestable}; {text}"
     if magnitude is None:
-        return DIRECTION_UNRESOLVED, f"magnitude not resolved: the interval straddles an end; {text}"
+        return DIRECTION_UNRESOLVED, f"magnitude inconclusive: the interval straddles an end; {text}"
     return (DIRECTION_WITHIN if magnitude else DIRECTION_OUTSIDE), text
+
+
+def _tested(direction: Direction, p_value: float | None) -> tuple[bool | None, str]:
+    """A direction read from its test: holds where p < alpha, does not where p >= alpha (the difference
+    is within the noise the test sees), unread without a p-value."""
+    test = direction.test
+    assert test is not None
+    if p_value is None or not math.isfinite(p_value):
+        return None, f"direction ({test.says}) inconclusive: the test gave no p-value"
+    if p_value < test.alpha:
+        return True, f"direction holds: {test.says} (p = {p_value:.2g} < {test.alpha:g})"
+    return False, f"direction does not hold: not shown that {test.says} (p = {p_value:.2g} ≥ {test.alpha:g})"
 
 
 def _inside(values: Values, accepted: tuple[float, float]) -> bool | None:

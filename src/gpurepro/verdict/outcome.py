@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .claims import Claim
 from .hardware import Gpu
-from .statuses import GRADE_OF, NOT_COMPARABLE, SCALED, SHOWN, TRANSFERRED
+from .statuses import GRADE_OF, INCONCLUSIVE_RESULTS, NOT_COMPARABLE, SCALED, SHOWN, TRANSFERRED
 
 
 @dataclass(frozen=True)
@@ -24,15 +24,35 @@ class Outcome:
     accepted: tuple[float, float] = (-math.inf, math.inf)
     factor: float | None = None  # the scaling's factor, for a scaled claim
     plot: str | None = None
+    # the processes behind each side of the value (each point of an ordering); None where unknown
+    processes: tuple[int | None, ...] = ()
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.result in INCONCLUSIVE_RESULTS
+
+    def describe_processes(self) -> str:
+        """'3 processes', '3 and 2 processes' (one count a side), 'one process', or '' where unknown."""
+        if not self.processes or any(count is None for count in self.processes):
+            return ""
+        if all(count == 1 for count in self.processes):
+            return "one process"
+        counts = [str(count) for count in self.processes]
+        shown = counts[0] if len(set(counts)) == 1 else " and ".join([", ".join(counts[:-1]), counts[-1]])
+        return f"{shown} processes"
 
     @property
     def status(self) -> str:
-        """The verdict in words; a scaled claim says from which GPU."""
+        """The verdict in words; a scaled claim says from which GPU, an inconclusive one at how many
+        processes it stands."""
+        result = self.result
+        if self.inconclusive:
+            result += f" at {self.describe_processes() or 'an unrecorded number of processes'}"
         if self.judged == SCALED:
-            return f"scaled from {self.paper_gpus[0].name}: {self.result}"
+            return f"scaled from {self.paper_gpus[0].name}: {result}"
         if self.judged == TRANSFERRED:
-            return f"from {self.paper_gpus[0].name}, unscaled: {self.result}"
-        return self.result
+            return f"from {self.paper_gpus[0].name}, unscaled: {result}"
+        return result
 
     @property
     def grade(self) -> str:

@@ -28,6 +28,9 @@ class Expected:
     low: float | None = None
     high: float | None = None
     formula: str | None = None  # the source's numbers the value was computed from, e.g. "87 - 61"
+    # a range the paper states across its models and GPUs (why, and its high end): judged at `low` alone
+    across: str | None = None
+    stated_high: float | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,15 @@ class Values:
     unit: str
     intervals: list[tuple[float, float]] | None = None
     processes: list[dict[int, float]] | None = None
+    # how many processes stand behind each side of the (first) value: one side for a point, two for a
+    # row that is itself a ratio of two points (a speedup) or a value combined from two selections; None
+    # where the table does not say
+    counts: tuple[int | None, ...] = (None,)
+
+    @property
+    def one_process(self) -> bool:
+        """Every side of the value read from a single process."""
+        return all(count == 1 for count in self.counts)
 
 
 def read(
@@ -46,17 +55,39 @@ def read(
         raise NotMeasured(f"{selection.describe()} has no value (the measurement recorded none)")
     intervals = _intervals(selection, study, tables, rules or {}, rows)
     processes = _processes(rows)
+    counts = _counts(rows.iloc[0], processes[0] if processes else None)
     if selection.reduce == "each":
-        return Values([float(v) for v in values], units[0], intervals, processes)
+        return Values([float(v) for v in values], units[0], intervals, processes, counts)
     if selection.reduce == "single":
         if len(values) > 1:
             raise NotMeasured(
                 f"{len(values)} rows of {selection.describe()}; the claim needs filters that leave one, "
                 "or a reduce (each, min, max, median, mean)"
             )
-        return Values([float(values.iloc[0])], units[0], intervals, processes)
+        return Values([float(values.iloc[0])], units[0], intervals, processes, counts)
     reduced = float(getattr(values.dropna(), selection.reduce)())
     return Values([reduced], units[0], None)
+
+
+def _counts(row: pd.Series, processes: dict[int, float] | None) -> tuple[int | None, ...]:
+    """The processes behind a row: those an across-process table names (`runs`); else a speedup
+    table's `processes` and `baseline_processes` (the two points it divides); else one, for a row read
+    from one raw file (`source_file`: one process's measurement); else unknown."""
+    if processes is not None:
+        return (len(processes),)
+
+    def count(column: str) -> int | None:
+        value = pd.to_numeric(pd.Series([row.get(column)]), errors="coerce").iloc[0]
+        return None if pd.isna(value) else int(value)
+
+    if "processes" in row.index:
+        sides = [count("processes")]
+        if "baseline_processes" in row.index:
+            sides.append(count("baseline_processes"))
+        return tuple(sides)
+    if "source_file" in row.index and not pd.isna(row["source_file"]):
+        return (1,)
+    return (None,)
 
 
 def _rows(
@@ -145,3 +176,23 @@ def _matches(column: pd.Series, want: Any) -> pd.Series:
     if isinstance(want, int | float):
         return pd.to_numeric(column, errors="coerce") == want
     return column.map(lambda cell: not pd.isna(cell) and fnmatchcase(str(cell), want))
+
+
+def selected_rows(selection: Selection, table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `table` a selection picks (its point, metric and statistic), none where a column it
+    filters on is absent: what a step that adds processes to a claim's points reads."""
+    if any(column not in table for column in ["metric", "statistic", *selection.where]):
+        return table.iloc[0:0]
+    wanted = {**selection.where, "metric": selection.metric, "statistic": selection.statistic}
+    return table[_matching(table, wanted)]
+
+
+def swept(selection: Selection, column: str, tables: dict[str, pd.DataFrame]) -> list[Any]:
+    """The values of `column` the run swept at the selection's other keys (its metric and statistic
+    present), sorted: what a claim about a point's place in a sweep can be judged from."""
+    table = tables.get(selection.table)
+    if table is None or column not in table:
+        return []
+    others = {key: want for key, want in selection.where.items() if key != column}
+    rows = selected_rows(Selection(selection.table, selection.metric, selection.statistic, others), table)
+    return sorted(rows[column].dropna().unique().tolist())

@@ -13,6 +13,7 @@ import pandas as pd
 from ..reference import REFERENCES
 from .claims import REGRESSION, REPRODUCTION
 from .here import Here
+from .measured import HowMeasured
 from .outcome import Outcome
 from .statuses import GRADES, HELD, INFO, NOT_HELD, PARTLY, UNMEASURED, UNRESOLVED, UNTESTABLE
 from .summary import PaperVerdict, paper_verdicts, regression_counts
@@ -25,7 +26,9 @@ COLUMNS = [
     "kind",
     "study",
     "status",
+    "result",
     "grade",
+    "processes",
     "judged",
     "paper_gpu",
     "measured_on",
@@ -69,15 +72,20 @@ _COLOURS = {
 
 HOW_JUDGED = (
     "A *relative* claim (a ratio within one run) is judged on any GPU: its direction (e.g. a speedup "
-    "above 1) apart from its magnitude, and a direction or an ordering only where its 95% interval over "
-    "reps and runs resolves it (else *not resolved at this sample size*). An *absolute* claim (ms, "
-    "images/s, W, J on the paper's GPU) is judged exactly on that GPU and *scaled* on others: expected "
-    "here = published value x (this GPU's measured reference rate / the paper GPU's), tolerance and "
-    "scaling uncertainty combined in quadrature (config/hardware/); where no rate makes a figure "
-    "comparable it is *informational* or *not comparable*, with why. A range that cannot fail (it reaches "
-    "0, or is more than 2x as wide as the paper's figure) is *not testable here*, never held. A paper's "
-    "verdict counts only the testable claims (held, partly held, not held), and says how many of its "
-    "claims were testable here; a claim this run could not measure is *not measured*, with the reason."
+    "above 1) apart from its magnitude, a direction or an ordering only where its 95% interval over "
+    'processes resolves it, and "the GPUs differ" by its permutation test. A magnitude reads '
+    "*consistent* (its interval inside the accepted range), *inconsistent* (outside) or *inconclusive "
+    "at n processes* (the interval straddles an end; a figure from one process a side gets the measured "
+    "between-process spread as its interval). An *absolute* claim (ms, images/s, W, J on the paper's "
+    "GPU) is judged exactly on that GPU and *scaled* on others, like for like: a rate measured here "
+    "against one measured on the paper's GPU, else datasheet against datasheet (config/hardware/), "
+    "tolerance and scaling uncertainty combined in quadrature; where no rate makes a figure comparable "
+    "it is *informational* or *not comparable*, with why. A range that cannot fail (it reaches 0, or is "
+    "more than 2x as wide as the paper's figure), a bound over a population larger than this run's GPUs "
+    "and a plateau from fewer than three sizes are *not testable here*, never held. *Partly held* is one "
+    "thing: the direction holds and the magnitude is inconsistent. A paper's verdict counts only the "
+    "testable claims (held, partly held, not held), says how many of its claims were testable here and "
+    "how many are inconclusive; a claim this run could not measure is *not measured*, with the reason."
 )
 
 
@@ -114,7 +122,9 @@ def frame(outcomes: list[Outcome]) -> pd.DataFrame:
                 "kind": claim.kind,
                 "study": claim.study,
                 "status": o.status,
+                "result": o.result,
                 "grade": o.grade,
+                "processes": ";".join("" if n is None else str(n) for n in o.processes),
                 "judged": o.judged,
                 "paper_gpu": o.describe_paper_gpus(),
                 "measured_on": o.measured_on,
@@ -154,6 +164,12 @@ def describe_here(here: Here) -> str:
     return f"Measured on {gpus}." + (f" Reference rates here: {rates}." if rates else "")
 
 
+def describe_measured(measured: HowMeasured | None, drawn: str) -> list[str]:
+    """How the run was measured, one line each, and when the verdict was drawn."""
+    lines = (measured or HowMeasured()).lines()
+    return [*lines, f"Verdict drawn {drawn} (UTC)"]
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -168,11 +184,18 @@ def _plot_link(o: Outcome) -> str:
 
 def _claims_table(outcomes: list[Outcome]) -> list[str]:
     lines = [
-        "| | claim | judged | expected here | measured | verdict | plot |",
-        "|---|---|---|---|---|---|---|",
+        "| | claim | judged | expected here | measured | processes | verdict | plot |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
-        cells = [o.claim.claim, _judged(o), o.describe_expected(), o.describe_measured(), o.status]
+        cells = [
+            o.claim.claim,
+            _judged(o),
+            o.describe_expected(),
+            o.describe_measured(),
+            o.describe_processes(),
+            o.status,
+        ]
         lines.append(f"| {_MARKS[o.grade]} | {' | '.join(map(_cell, cells))} | {_plot_link(o)} |")
     return lines
 
@@ -199,6 +222,7 @@ def _details(outcomes: list[Outcome]) -> list[str]:
             "",
             f"- claim ({c.kind}): {c.claim}",
             f"- judged: {o.describe_basis()}",
+            f"- processes behind the figure: {o.describe_processes() or 'not recorded'}",
             f"- source: {source_text(o)}{where}{url}",
             f"- expected: {c.describe_expected()}; tolerance: {c.tolerance.why}",
         ]
@@ -224,12 +248,18 @@ def _split(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
     )
 
 
-def markdown(outcomes: list[Outcome], profile: str, here: Here) -> str:
+def markdown(
+    outcomes: list[Outcome], profile: str, here: Here, measured: HowMeasured | None = None, drawn: str = ""
+) -> str:
     papers, regression = _split(outcomes)
     lines = [
         f"# Reproduction verdict: profile {profile}",
         "",
         describe_here(here),
+        "",
+        "## How it was measured",
+        "",
+        *(f"- {line}" for line in describe_measured(measured, drawn)),
         "",
         "## Per paper",
         "",
@@ -271,8 +301,8 @@ def _html_papers(papers: list[PaperVerdict]) -> list[str]:
 def _html_claims(outcomes: list[Outcome]) -> list[str]:
     e = html.escape
     rows = [
-        "<table><tr><th>claim</th><th>judged</th><th>expected here</th><th>measured</th><th>verdict</th>"
-        "<th>why this tolerance</th><th>source</th><th>plot</th></tr>"
+        "<table><tr><th>claim</th><th>judged</th><th>expected here</th><th>measured</th><th>processes</th>"
+        "<th>verdict</th><th>why this tolerance</th><th>source</th><th>plot</th></tr>"
     ]
     for o in outcomes:
         c = o.claim
@@ -284,13 +314,16 @@ def _html_claims(outcomes: list[Outcome]) -> list[str]:
         rows.append(
             f'<tr style="background:{_COLOURS[o.grade]}"><td>{e(c.claim)}<br><small>{e(c.id)}</small></td>'
             f"<td><small>{e(_judged(o))}</small></td><td>{e(o.describe_expected())}</td>"
-            f"<td>{e(o.describe_measured())}</td><td><b>{e(o.status)}</b><br><small>{e(o.detail)}</small></td>"
+            f"<td>{e(o.describe_measured())}</td><td>{e(o.describe_processes())}</td>"
+            f"<td><b>{e(o.status)}</b><br><small>{e(o.detail)}</small></td>"
             f"<td><small>{why}</small></td><td><small>{source}</small></td><td>{e(c.plot or '')}</td></tr>"
         )
     return [*rows, "</table>"]
 
 
-def to_html(outcomes: list[Outcome], profile: str, here: Here) -> str:
+def to_html(
+    outcomes: list[Outcome], profile: str, here: Here, measured: HowMeasured | None = None, drawn: str = ""
+) -> str:
     """A standalone page (the Snakemake report shows HTML inline; Markdown only as a download)."""
     e = html.escape
     papers, regression = _split(outcomes)
@@ -304,6 +337,8 @@ def to_html(outcomes: list[Outcome], profile: str, here: Here) -> str:
             "</head><body>",
             f"<h1>Reproduction verdict: profile {e(profile)}</h1>",
             f"<p>{e(describe_here(here))}</p>",
+            "<h2>How it was measured</h2>",
+            "<ul>" + "".join(f"<li>{e(line)}</li>" for line in describe_measured(measured, drawn)) + "</ul>",
             "<h2>Per paper</h2>",
             *_html_papers(paper_verdicts(outcomes)),
             f"<p>{e(HOW_JUDGED).replace('*', '')}</p>",
@@ -342,7 +377,9 @@ def _rst_cell(text: str) -> str:
     return "\\" + text if _CELL_MARKUP.match(text) and not text.startswith("\\") else text
 
 
-def landing_page(outcomes: list[Outcome], profile: str, here: Here) -> str:
+def landing_page(
+    outcomes: list[Outcome], profile: str, here: Here, measured: HowMeasured | None = None, drawn: str = ""
+) -> str:
     """reStructuredText for the Snakemake report's landing page: the verdict per paper, first."""
     title = f"Reproduction verdict: profile {profile}"
     lines = [
@@ -350,6 +387,8 @@ def landing_page(outcomes: list[Outcome], profile: str, here: Here) -> str:
         "=" * len(title),
         "",
         _rst(describe_here(here)),
+        "",
+        *(f"- {_rst(line)}" for line in describe_measured(measured, drawn)),
         "",
         ".. list-table::",
         "   :header-rows: 1",

@@ -1,5 +1,11 @@
 """Scaling an absolute claim from the paper's GPU to the one a run measured: the product over the claim's
-reference rates of (rate measured here / the paper GPU's rate from the hardware table) ^ exponent."""
+reference rates of (this GPU's rate / the paper GPU's rate) ^ exponent, each rate like for like.
+
+A measured rate sits below its datasheet peak (an H100's FP16 GEMM reaches about 720-740 of its 989.5
+TFLOP/s), so a rate measured here against the paper GPU's datasheet pulls every expectation low. Each
+rate is therefore taken on one basis on both sides: where the paper's GPU has a measured rate
+(config/hardware), against the rate this run measured (tables/reference.csv); otherwise the two
+datasheets, this GPU's from the hardware entry its NVML name matches."""
 
 from __future__ import annotations
 
@@ -10,18 +16,18 @@ import pandas as pd
 
 from ..reference import REFERENCES
 from .claims import Scaling
-from .hardware import Gpu
+from .hardware import DATASHEET, MEASURED, Gpu
 
 
 class NoReference(Exception):
-    """A rate the scaling needs was not measured in this run."""
+    """A rate the scaling needs is known on no common basis here."""
 
 
 @dataclass(frozen=True)
 class Factor:
     value: float
-    how: str  # each rate's two sides, for the verdict's detail
-    rates: tuple[str, ...] = ()  # the measured rates that entered it (none: not scaled by the GPU)
+    how: str  # each rate's two sides, with their basis, for the verdict's detail
+    rates: tuple[str, ...] = ()  # the rates that entered it (none: not scaled by the GPU)
 
 
 def measured_references(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
@@ -38,23 +44,56 @@ def measured_references(tables: dict[str, pd.DataFrame]) -> dict[str, float]:
     }
 
 
-def scale_factor(scaling: Scaling, paper_gpu: Gpu, here: dict[str, float]) -> Factor:
-    """The factor taking the paper's figure to this GPU, and how each rate entered it. With no reference
-    rate (a workload bound by the host, not the GPU) the factor is 1."""
-    missing = [reference for reference in scaling.exponents if reference not in here]
-    if missing:
-        raise NoReference(
-            f"rate absent: this run measured no {', '.join(missing)} reference rate (tables/reference.csv, "
-            f"`snakemake reference` makes it), which the scaling from {paper_gpu.name} needs"
+def _sides(
+    reference: str, paper_gpu: Gpu, here: dict[str, float], here_gpu: Gpu | None
+) -> tuple[float, str, float, str]:
+    """(rate here, its words, the paper GPU's rate, its words) on one basis."""
+    unit = REFERENCES[reference]
+    theirs = paper_gpu.rates[reference]
+    if theirs.measured is not None:
+        if reference not in here:
+            raise NoReference(
+                f"rate absent: this run measured no {reference} reference rate (tables/reference.csv, "
+                f"`snakemake reference` makes it), which the scaling from {paper_gpu.name}'s measured "
+                f"{reference} needs"
+            )
+        return (
+            here[reference],
+            f"{here[reference]:.4g} {unit} measured here",
+            theirs.measured.value,
+            (theirs.measured.describe(unit)),
         )
+    ours = here_gpu.rates.get(reference) if here_gpu is not None else None
+    if ours is None or ours.datasheet is None or theirs.datasheet is None:
+        which = here_gpu.name if here_gpu is not None else "this GPU"
+        raise NoReference(
+            f"no datasheet {reference} of {which} in config/hardware/ (the paper's {paper_gpu.name} has no "
+            f"measured {reference}, so the scaling takes datasheet against datasheet, never a rate "
+            "measured here against a datasheet peak)"
+        )
+    return (
+        ours.datasheet.value,
+        f"{ours.datasheet.value:.4g} {unit} ({DATASHEET}: {here_gpu.name})",  # type: ignore[union-attr]
+        theirs.datasheet.value,
+        theirs.datasheet.describe(unit),
+    )
+
+
+def scale_factor(
+    scaling: Scaling, paper_gpu: Gpu, here: dict[str, float], here_gpu: Gpu | None = None
+) -> Factor:
+    """The factor taking the paper's figure to this GPU, and how each rate entered it, each like for like
+    (module docstring); `here`: this run's measured rates, `here_gpu`: this GPU's hardware entry. With
+    no reference rate (a workload bound by the host, not the GPU) the factor is 1."""
     factor, parts = 1.0, []
     for reference, exponent in scaling.exponents.items():
-        unit = REFERENCES[reference]
-        theirs = paper_gpu.rates[reference]
-        factor *= (here[reference] / theirs.value) ** exponent
+        ours, our_words, theirs, their_words = _sides(reference, paper_gpu, here, here_gpu)
+        factor *= (ours / theirs) ** exponent
         power = "" if exponent == 1 else f"^{exponent:g}"
-        ours = f"{reference} {here[reference]:.4g} {unit} here"
-        parts.append(f"({ours} / {theirs.describe(unit)} on {paper_gpu.name}){power}")
+        basis = MEASURED if paper_gpu.rates[reference].measured is not None else DATASHEET
+        parts.append(
+            f"({reference}, {basis} against {basis}: {our_words} / {their_words} on {paper_gpu.name}){power}"
+        )
     how = " x ".join(parts) if parts else f"not scaled by a GPU rate ({scaling.why})"
     if not math.isfinite(factor) or factor <= 0:
         raise NoReference(f"the scaling from {paper_gpu.name} gave no usable factor ({how})")

@@ -3,42 +3,51 @@
 They are the verdict's vocabulary: the judge (evaluate.py, judging.py) picks a result, the outcome
 (outcome.py) carries it with its grade, and the report and the per-paper summary (render.py,
 summary.py) count and show them. Kept apart so that each of those reads the same words from one place.
+
+A magnitude reads *consistent* (its interval inside the accepted range), *inconsistent* (outside) or
+*inconclusive* (the interval straddles an end; the outcome adds "at n processes"). An inconclusive
+reading neither holds nor partly holds: it waits for more processes. *Partly held* has one meaning: the
+direction holds and the magnitude is inconsistent.
 """
 
 from __future__ import annotations
 
 # The result of one claim.
-WITHIN = "within tolerance"
-OUTSIDE = "outside tolerance"
-DIRECTION_WITHIN = "direction holds, magnitude within tolerance"
-DIRECTION_OUTSIDE = "direction holds, magnitude outside tolerance"
+WITHIN = "consistent"
+OUTSIDE = "inconsistent"
+DIRECTION_WITHIN = "direction holds, magnitude consistent"
+DIRECTION_OUTSIDE = "direction holds, magnitude inconsistent"
 DIRECTION_UNTESTED = "direction holds, magnitude not testable here"
-DIRECTION_UNRESOLVED = "direction holds, magnitude not resolved at this sample size"
+DIRECTION_UNRESOLVED = "direction holds, magnitude inconclusive"
 DIRECTION_FAILS = "direction does not hold"
 ORDER_HOLDS = "order holds"
 ORDER_FAILS = "order does not hold"
-NOT_RESOLVED = "not resolved at this sample size"
+NOT_RESOLVED = "inconclusive"
 NOT_TESTABLE = "not testable here"
 NOT_COMPARABLE = "not comparable"
 SHOWN = "informational"
 NOT_MEASURED = "not measured"
 
+# The results that wait for more processes: the outcome says at how many processes they stand.
+INCONCLUSIVE_RESULTS = (NOT_RESOLVED, DIRECTION_UNRESOLVED)
+
 # How far each result supports its claim, for the per-paper summary. Only the first three are testable.
 HELD, PARTLY, NOT_HELD = "held", "partly held", "not held"
-UNRESOLVED, UNTESTABLE, INFO, UNMEASURED = "not resolved", "not testable", "informational", "not measured"
+UNRESOLVED, UNTESTABLE, INFO, UNMEASURED = "inconclusive", "not testable", "informational", "not measured"
 TESTABLE = (HELD, PARTLY, NOT_HELD)
 GRADES = (HELD, PARTLY, NOT_HELD, UNRESOLVED, UNTESTABLE, INFO, UNMEASURED)  # in the order shown
 GRADE_OF = {
     WITHIN: HELD,
     DIRECTION_WITHIN: HELD,
+    # the direction could fail and did not; the magnitude the claim's own tolerance declares untestable
+    DIRECTION_UNTESTED: HELD,
     ORDER_HOLDS: HELD,
     DIRECTION_OUTSIDE: PARTLY,
-    DIRECTION_UNTESTED: PARTLY,
-    DIRECTION_UNRESOLVED: PARTLY,
     OUTSIDE: NOT_HELD,
     DIRECTION_FAILS: NOT_HELD,
     ORDER_FAILS: NOT_HELD,
     NOT_RESOLVED: UNRESOLVED,
+    DIRECTION_UNRESOLVED: UNRESOLVED,
     NOT_TESTABLE: UNTESTABLE,
     NOT_COMPARABLE: UNTESTABLE,
     SHOWN: INFO,

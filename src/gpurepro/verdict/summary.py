@@ -1,9 +1,9 @@
 """The verdict per paper: reproduced, partially reproduced, not reproduced, too few claims testable here,
 or not measured, always with its coverage (k of n claims testable here) and, for the claims not
-measured, why. Only held, partly held and not held readings are testable; a claim not resolved at this
-sample size, not testable here, informational or not measured says nothing either way, so a paper with
-fewer than half its claims testable is not given a verdict. The project's own regression checks are
-never counted here."""
+measured, why, and its inconclusive claims. Only held, partly held and not held readings are testable; a
+claim inconclusive at the processes it had, not testable here, informational or not measured says
+nothing either way, so a paper with fewer than half its claims testable is not given a verdict. The
+project's own regression checks are never counted here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .claims import REGRESSION, REPRODUCTION
 from .outcome import Outcome
-from .statuses import GRADES, HELD, PARTLY, TESTABLE, UNMEASURED
+from .statuses import GRADES, HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED
 
 REPRODUCED = "reproduced"
 PARTIALLY = "partially reproduced"
@@ -39,8 +39,11 @@ class PaperVerdict:
 
     @property
     def headline(self) -> str:
-        """The verdict with its coverage, e.g. 'partially reproduced (3 of 8 claims testable here)'."""
-        return f"{self.verdict} ({self.testable} of {self.total} claims testable here)"
+        """The verdict with its coverage and its inconclusive claims, e.g. 'partially reproduced (3 of 8
+        claims testable here, 1 inconclusive)': an inconclusive claim neither holds nor lowers it."""
+        inconclusive = self.counts[UNRESOLVED]
+        more = f", {inconclusive} inconclusive" if inconclusive else ""
+        return f"{self.verdict} ({self.testable} of {self.total} claims testable here{more})"
 
     def describe_counts(self) -> str:
         return ", ".join(f"{self.counts[grade]} {grade}" for grade in GRADES if self.counts[grade])
