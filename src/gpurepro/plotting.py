@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -19,10 +20,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.axis import Axis  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
+from .profiles import project_root  # noqa: E402
 from .tables import pick  # noqa: E402
+
+if TYPE_CHECKING:
+    from .verdict.claims import Claim
+    from .verdict.hardware import Gpu
 
 sns.set_theme(
     context="notebook", style="whitegrid", palette="colorblind", font_scale=0.9,
@@ -35,6 +42,7 @@ MAX_POINTS = 12  # points named in one note
 # Statistics of a described metric that span its IQR: with estimator="median" and errorbar=("pi", 100),
 # seaborn draws the median and bars from p25 to p75 straight from the tidy rows.
 IQR = ["p25", "median", "p75"]
+EXPECTED = Path("config") / "expected"  # the claims files, one per paper (and the project's own checks)
 
 
 def figure(columns: int, rows: int = 1) -> tuple[Figure, list[Axes]]:
@@ -76,9 +84,24 @@ def log_where_wide(ax: Axes) -> None:
     for axis, low, high, scale in ((ax.xaxis, x0, x1, ax.set_xscale), (ax.yaxis, y0, y1, ax.set_yscale)):
         if low > 0 and high / low > 10:
             scale("log")
-            axis.set_major_locator(LogLocator(subs=(1, 2, 5)))
-            axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-            axis.set_minor_formatter(NullFormatter())
+            plain_log_ticks(axis)
+
+
+def plain_log_ticks(axis: Axis) -> None:
+    """A log axis ticked at 1, 2 and 5 per decade in plain numbers (2, 5, 10 rather than 10^0.3, ...)."""
+    axis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def study_claims(name: str) -> tuple[list[Claim], dict[str, Gpu]]:
+    """The claims of config/expected/<name>.yaml and the hardware table, through the verdict's own loader,
+    so that a figure marks the very numbers (computed, scaled) the verdict judges."""
+    from .verdict.claims import load_claims  # the verdict's modules: needed only where a figure marks claims
+    from .verdict.hardware import load_hardware
+
+    hardware = load_hardware()
+    return load_claims([project_root() / EXPECTED / f"{name}.yaml"], hardware=hardware), hardware
 
 
 def failures(points: pd.DataFrame, point: str) -> list[str]:

@@ -1,25 +1,212 @@
-"""plot_hfta: as HFTA's figures, throughput normalised over stock serial fp32 against B, one panel per
-workload and precision, one line per mode (colour) and step (line style: stock, graphed, compiled),
-the median over repeats with its min-max band over repeats. Points that ran out of memory, failed or were
-skipped are listed under the panels; a missing line end is where B stopped fitting."""
+"""plot_hfta: the HFTA claims in one look, and the curves behind them. One row of panels per precision.
+
+First, the fused array's speedups (tables/hfta_speedup.csv, statistic `max`: its peak throughput over B
+against each baseline's own peak) over serial, concurrent and MPS training, per workload, each with its
+95% interval across processes, beside the paper's range for that baseline (config/expected/hfta.yaml,
+read through the claim loader: the numbers the verdict reads) as a box behind the point: the comparison
+the verdict makes, drawn in quick runs too, where the curves are single points. Stock steps on both sides,
+as the paper compared them; graphed and compiled speedups are in the table.
+
+Then, as HFTA's figures, one panel per workload: throughput normalised over stock serial fp32 against B,
+one colour and marker per mode and one line style per step (stock, graphed, compiled), each point the
+median over its processes with the 95% interval across them (process_stats.across_processes, the interval
+the speedups and the verdict use). Points that ran out of memory, failed or were skipped are listed under
+the figure; a missing line end is where B stopped fitting.
+"""
 
 from __future__ import annotations
 
+import math
+import textwrap
+
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from ..plotting import failures, finish, not_reported, nothing_ran
+from ..plotting import (
+    failures,
+    figure,
+    finish,
+    not_reported,
+    nothing_ran,
+    plain_log_ticks,
+    study_claims,
+    ticks_at,
+)
+from ..process_stats import across_processes
 from . import MODES, PRECISIONS, STEP_STOCK, WORKLOADS
-from .summary import step_order
+from .summary import BASELINES, speedups, step_order
 
-# What each axis plots. Where a run has no serial fp32 point (e.g. a sweep of one mode) the figure plots
-# raw throughput, and its title, not the axis label, says why (the caption, workflow/report/hfta.rst, too).
+# What each throughput axis plots. Where a run has no serial fp32 point (a quick run trains fp16 only) the
+# panels plot raw throughput, and the title, not the axis label, says why (the caption, too).
 YLABELS = {
     "normalised_throughput": "throughput / stock serial fp32 at the same B",
     "throughput": "throughput (samples/s)",
 }
 UNNORMALISED = "raw samples/s: this run has no serial fp32 point to normalise by"
+TITLE = "HFTA training on {profile}: the fused array's speedups and throughput over B"
+SPEEDUP_YLABEL = "speedup: fused peak / baseline's peak"
+# One colour and marker per mode, the same in every panel: a baseline's speedup point wears its mode's.
+COLOURS = dict(zip(MODES, sns.color_palette("colorblind", len(MODES)), strict=True))
+MARKERS = dict(zip(MODES, ("o", "s", "D", "^"), strict=True))
+DASHES = {"stock": "", "graphed": (4, 2), "compiled": (1, 1.5)}  # seaborn's dash specs, per step
+CLAIMS = "hfta"  # config/expected/hfta.yaml
+RANGE_COLUMNS = ["baseline", "low", "high", "across", "one_sided"]
+INTERVAL = "95% interval across processes"
+
+
+def paper_ranges() -> pd.DataFrame:
+    """The paper's speedup range over each baseline (RANGE_COLUMNS), from the claims the verdict reads:
+    the stock-over-stock peak speedup (the paper's comparison) with a published low and high. `across`:
+    what the range spans (the paper's models and GPUs); `one_sided`: whether one workload here is held to
+    its lower end alone, as a range stated across models and GPUs is read, the range shown beside it."""
+    claims, hardware = study_claims(CLAIMS)
+    rows = []
+    for claim in claims:
+        measure, expected = claim.measure, claim.expected
+        where = measure.where
+        # a range stated across models and GPUs keeps its high end apart: the verdict reads the low alone
+        stated_high = getattr(expected, "stated_high", None)
+        high = expected.high if expected.high is not None else stated_high
+        if (
+            measure.table != "hfta_speedup"
+            or (measure.metric, measure.statistic) != ("speedup", "max")
+            or where.get("step", STEP_STOCK) != STEP_STOCK
+            or where.get("baseline_step", STEP_STOCK) != STEP_STOCK
+            or expected.low is None
+            or high is None
+        ):
+            continue
+        gpus = ", ".join(hardware[gpu].name for gpu in claim.gpus)
+        across = getattr(expected, "across", None) or f"the paper's models on {gpus}"
+        one_sided = expected.high is None
+        rows.append(
+            {"baseline": where["baseline"], "low": expected.low, "high": high, "across": across,
+             "one_sided": one_sided}
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=RANGE_COLUMNS)
+
+
+def _speedup_points(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per (precision, workload, baseline) of the stock-over-stock peak speedups: value, low,
+    high (NaN where a side ran in one process)."""
+    rows = summary[
+        (summary["metric"] == "speedup")
+        & (summary["step"] == STEP_STOCK)
+        & (summary["baseline_step"] == STEP_STOCK)
+        & summary["statistic"].isin(["max", "max_ci_low", "max_ci_high"])
+    ]
+    if rows.empty:
+        return pd.DataFrame(columns=["precision", "workload", "baseline", "max", "max_ci_low", "max_ci_high"])
+    wide = rows.pivot_table(
+        index=["precision", "workload", "baseline"], columns="statistic", values="value", dropna=False
+    )
+    return wide.reindex(columns=["max", "max_ci_low", "max_ci_high"]).reset_index().dropna(subset=["max"])
+
+
+def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloads: list[str]) -> list[str]:
+    """The speedups per workload (x), each baseline dodged within it in its mode's colour and marker,
+    with its interval, before its paper range's box; a line at 1 (no faster). The baselines whose points
+    have no interval are returned, for the note."""
+    baselines = [b for b in BASELINES if b in set(points["baseline"])]
+    width = 0.7
+    step = width / len(baselines)
+    no_interval = []
+    for i, baseline in enumerate(baselines):
+        these = points[points["baseline"] == baseline]
+        x = np.array([workloads.index(w) for w in these["workload"]]) - width / 2 + step * (i + 0.5)
+        value = these["max"].to_numpy(dtype=float)
+        low, high = these["max_ci_low"].to_numpy(dtype=float), these["max_ci_high"].to_numpy(dtype=float)
+        below = np.where(np.isfinite(low), value - low, 0.0)
+        above = np.where(np.isfinite(high), high - value, 0.0)
+        ax.errorbar(
+            x, value, yerr=[np.maximum(below, 0), np.maximum(above, 0)], fmt=MARKERS[baseline],
+            color=COLOURS[baseline], markersize=7, capsize=4, linestyle="none", elinewidth=1.4, zorder=3,
+        )  # fmt: skip
+        for xi, v in zip(x, value, strict=True):
+            ax.annotate(
+                f"{v:.3g}x", (xi, v), xytext=(5, 0), textcoords="offset points", va="center", fontsize=8
+            )
+        published = ranges[ranges["baseline"] == baseline]
+        for _, band in published.iterrows():
+            for xi in x:
+                ax.fill_between(
+                    [xi - step / 2, xi + step / 2], band["low"], band["high"], color=COLOURS[baseline],
+                    alpha=0.18, linewidth=0, zorder=1,
+                )  # fmt: skip
+                if band["one_sided"]:  # the end a workload here is held to, drawn as what it is
+                    ax.hlines(band["low"], xi - step / 2, xi + step / 2, color=COLOURS[baseline], linewidth=2)
+        no_interval += [
+            f"{w} over {baseline}"
+            for w, lo in zip(these["workload"], low, strict=True)
+            if not math.isfinite(lo)
+        ]
+    ax.axhline(1.0, color="black", linewidth=0.6, zorder=2)
+    ax.set_yscale("log")  # a speedup is a ratio: 2x above 1 lies as far as 2x below
+    plain_log_ticks(ax.yaxis)
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_xlim(-0.6, len(workloads) - 0.4)
+    ax.set(xlabel="workload", ylabel=SPEEDUP_YLABEL)
+    return no_interval
+
+
+def _median(values: pd.Series) -> float:
+    return across_processes(values.to_numpy(dtype=float)).value
+
+
+def _interval(values: pd.Series) -> tuple[float, float]:
+    interval = across_processes(values.to_numpy(dtype=float))
+    return interval.low, interval.high
+
+
+def _draw_curves(ax: Axes, points: pd.DataFrame, steps: list[str]) -> None:
+    """Throughput against B: one line per mode and step, each point the median over its processes and
+    its bars the interval across them (none from one process)."""
+    for step in steps:
+        rows = points[points["step"] == step]
+        modes = [m for m in MODES if m in set(rows["mode"])]
+        if not modes:
+            continue
+        sns.lineplot(
+            rows, x="b", y="value", hue="mode", hue_order=modes, style="mode", style_order=modes,
+            palette=COLOURS, markers=MARKERS, dashes={m: DASHES.get(step, "") for m in modes},
+            estimator=_median, errorbar=_interval, err_style="bars", err_kws={"capsize": 3},
+            markersize=7, legend=False, ax=ax,
+        )  # fmt: skip
+
+
+def _legend(fig: Figure, points: pd.DataFrame, steps: list[str], ranges: pd.DataFrame) -> None:
+    """One legend for every panel: each mode's colour and marker (a line only where the mode has a
+    curve, not a single B), the steps' line styles where there are several, and the paper's range."""
+    spans = points.groupby("mode")["b"].nunique()
+    handles = [
+        Line2D(
+            [], [], color=COLOURS[m], marker=MARKERS[m], linestyle="-" if spans[m] > 1 else "none", label=m
+        )
+        for m in MODES
+        if m in spans.index
+    ]
+    if len(steps) > 1:
+        handles += [
+            Line2D([], [], color="0.3", linestyle=(0, DASHES[s]) if DASHES.get(s) else "-", label=f"{s} step")
+            for s in steps
+        ]
+    if len(ranges):
+        across = "; ".join(dict.fromkeys(ranges["across"]))
+        handles.append(
+            Patch(color="0.5", alpha=0.35, label=textwrap.fill(f"paper's range across {across}", 30))
+        )
+        if ranges["one_sided"].any():
+            label = "its lower end: what one workload on this GPU is held to"
+            handles.append(Line2D([], [], color="0.3", linewidth=2, label=textwrap.fill(label, 30)))
+    fig.legend(
+        handles=handles, title=f"mode (median over processes,\n{INTERVAL})", loc="center left",
+        bbox_to_anchor=(1.0, 0.5), frameon=False,
+    )  # fmt: skip
 
 
 def _panel_names(table: pd.DataFrame) -> pd.Series:
@@ -27,14 +214,22 @@ def _panel_names(table: pd.DataFrame) -> pd.Series:
     return table["workload"] + batch
 
 
-def plot(table: pd.DataFrame) -> Figure:
-    """Draw the figure from the tidy table of `gpurepro aggregate hfta`."""
+def _ordered(present: set[str], order: tuple[str, ...]) -> list[str]:
+    return [v for v in order if v in present] + sorted(present - set(order))
+
+
+def plot(
+    table: pd.DataFrame, summary: pd.DataFrame | None = None, ranges: pd.DataFrame | None = None
+) -> Figure:
+    """Draw the figure from the tidy table of `gpurepro aggregate hfta` and its speedup summary
+    (tables/hfta_speedup.csv; default: made from the table as the aggregation makes it). `ranges`: the
+    paper's speedup ranges to draw (default: paper_ranges(), the claims file's)."""
     if table.empty or "workload" not in table:
         raise ValueError("the table has no hfta rows")
     table = table.assign(panel=_panel_names(table), step=table.get("step", STEP_STOCK))  # older tables: stock
     missing = table[(table["metric"] == "throughput") & (table["status"] != "ok")]
     notes = failures(missing, "{workload} {mode} {step} {precision} B={b} run {run}")
-    title = f"HFTA training throughput on {table['profile'].iloc[0]}"
+    title = TITLE.format(profile=table["profile"].iloc[0])
     ran = table[(table["status"] == "ok") & table["value"].notna()]
     metric = "normalised_throughput" if (ran["metric"] == "normalised_throughput").any() else "throughput"
     points = ran[ran["metric"] == metric]
@@ -42,24 +237,38 @@ def plot(table: pd.DataFrame) -> Figure:
         title = f"{title} ({UNNORMALISED})"
     if points.empty:
         return nothing_ran(title, notes)
+    summary = speedups(table[table["metric"] == "throughput"]) if summary is None else summary
+    ranges = paper_ranges() if ranges is None else ranges
+    speedup = _speedup_points(summary)
+    ranges = ranges[ranges["baseline"].isin(speedup["baseline"])]  # a baseline not measured has no box
+    precisions = _ordered(set(points["precision"]), PRECISIONS)
+    workloads = _ordered(set(table["workload"]), WORKLOADS)
+    steps = step_order(points["step"])
     panels = table.drop_duplicates("workload").set_index("workload")["panel"]
-    grid = sns.relplot(
-        points, kind="line", x="b", y="value", hue="mode", style="step", markers=True,
-        hue_order=[m for m in MODES if m in set(points["mode"])],
-        style_order=step_order(points["step"]), estimator="median", errorbar=("pi", 100),
-        col="panel", col_order=[panels[w] for w in WORKLOADS if w in panels],
-        row="precision", row_order=[p for p in PRECISIONS if p in set(points["precision"])],
-        height=3.4, aspect=1.2, facet_kws={"sharey": False},
-    )  # fmt: skip
-    grid.set_titles(template="{col_name}, {row_name}")
-    grid.set_axis_labels("B (models trained)", YLABELS[metric])
-    measured_b = sorted(points["b"].unique())
-    for ax in grid.axes.flat:
-        if not ax.has_data():
-            not_reported(ax, "no point ran (listed below)")
-        ax.set_ylim(bottom=0)
-        # ticks at the B values measured (a quick run's 8 and 32 would otherwise get 9, 12, 15, ...)
-        ax.set_xticks(measured_b, [str(int(b)) for b in measured_b])
-    if metric == "normalised_throughput":
-        grid.refline(y=1.0, color="black", linewidth=0.6, linestyle="-", zorder=1)
-    return finish(grid, title, notes)
+    fig, axes = figure(1 + len(workloads), len(precisions))
+    no_interval = []
+    for row, precision in enumerate(precisions):
+        speed_ax, *curve_axes = axes[row * (1 + len(workloads)) : (row + 1) * (1 + len(workloads))]
+        speed_ax.set_title(f"fused array's speedup over each baseline\n{precision}, stock steps")
+        these = speedup[speedup["precision"] == precision]
+        if these.empty:
+            not_reported(speed_ax, "no speedup: the fused array or every baseline did not run (listed below)")
+        else:
+            shown = _ordered(set(these["workload"]), WORKLOADS)
+            no_interval += [f"{precision} {w}" for w in _draw_speedups(speed_ax, these, ranges, shown)]
+        for ax, workload in zip(curve_axes, workloads, strict=True):
+            ax.set_title(f"{panels[workload]}, {precision}")
+            rows = points[(points["precision"] == precision) & (points["workload"] == workload)]
+            if rows.empty:
+                not_reported(ax, "no point ran (listed below)")
+                continue
+            _draw_curves(ax, rows, steps)
+            ax.set(xlabel="B (models trained)", ylabel=YLABELS[metric], ylim=(0, None))
+            ax.set_xscale("log", base=2)  # B doubles from point to point
+            ticks_at(ax, sorted(int(b) for b in points["b"].unique()))
+            if metric == "normalised_throughput":
+                ax.axhline(1.0, color="black", linewidth=0.6, zorder=1)
+    if no_interval:
+        notes.append(f"speedups with no interval (a side ran in one process): {', '.join(no_interval)}")
+    _legend(fig, points, steps, ranges)
+    return finish(fig, title, notes)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,9 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..errors import GpureproError
-from ..plotting import failures, figure, finish, not_reported, nothing_ran
+from ..plotting import failures, figure, finish, not_reported, nothing_ran, study_claims
 from ..process_stats import across_processes
-from ..profiles import project_root
 from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
 FAMILY_TITLES = {"deit": "DeiT (timm)", "bert": "BERT for sequence classification (transformers)"}
@@ -71,7 +69,7 @@ OTHER_BASIS = {
     ("power_above_idle", "mean"): "power above idle",
     ("energy_per_inference", "above_idle"): "energy per inference above idle",
 }
-CLAIMS_FILE = Path("config") / "expected" / "inference.yaml"
+CLAIMS = "inference"  # config/expected/inference.yaml
 # The point the claims are made at, whose row of panels comes first.
 CLAIMS_VIEW = ("fp16", 1)
 WITHIN = ("ci_low", "ci_high")  # a within-process interval's statistics, where the table has them
@@ -95,17 +93,13 @@ def _model_order(points: pd.DataFrame) -> list[str]:
     return [_label(m, s) for m, s in zip(models["model"], models["seq_len"], strict=True)]
 
 
-def published(family: str, claims_file: Path | str | None = None) -> pd.DataFrame:
+def published(family: str) -> pd.DataFrame:
     """The published figures of one family's absolute claims, one row per claim (REFERENCE_COLUMNS), read
     through the claim loader: the same numbers (e.g. 87 - 61 W, computed) the verdict judges against.
     A figure of another basis than every panel's (OTHER_BASIS) has no panel."""
-    from ..verdict.claims import load_claims  # the verdict's loader; not needed unless a figure is drawn
-    from ..verdict.hardware import load_hardware
-
-    path = Path(claims_file) if claims_file else project_root() / CLAIMS_FILE
-    hardware = load_hardware()
+    claims, hardware = study_claims(CLAIMS)
     rows = []
-    for claim in load_claims([path], hardware=hardware):
+    for claim in claims:
         where, measure = claim.measure.where, claim.measure
         basis = (measure.metric, measure.statistic)
         panel = CLAIM_PANELS.get(basis)
