@@ -19,7 +19,8 @@ paper's comparison; the graphed and compiled rows say what those steps change on
 speedup has its 95% interval across processes (`max_ci_low`, `max_ci_high`, `at_best_b_ci_low`, ...):
 the fused point's and the baseline point's throughputs paired by run where both ran in at least five
 of the same runs (process_stats.PAIRED_MIN_ROUNDS), else as independent groups of processes
-(process_stats.ratio_interval), NaN where a side ran in one process only.
+(process_stats.ratio_interval), NaN where a side ran in one process only; `processes` and
+`baseline_processes` say how many processes each side's point ran in.
 """
 
 from __future__ import annotations
@@ -188,6 +189,8 @@ def _speedup(
     ran in enough of the same runs, else over the two points' processes as independent groups
     (process_stats.ratio_interval); NaN ends where a side ran in one process."""
     interval = ratio_interval(fused, baseline)
+    # the processes behind each side, so a reading of the speedup says at how many it stands
+    common = {**common, "processes": len(fused), "baseline_processes": len(baseline)}
     return [
         {**common, "statistic": statistic, "value": value},
         {**common, "statistic": f"{statistic}_ci_low", "value": interval.low},
@@ -281,5 +284,6 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
                 out += _speedup_rows(base, curves, runs, step)
     columns = ["study", "profile", "gpu_name", "workload", "batch_size", "image_size", "seq_len",
                "precision", "mode", "step", "baseline", "baseline_step", "b", "baseline_b", "repeats",
+               "processes", "baseline_processes",
                "metric", "statistic", "value", "unit"]  # fmt: skip
     return _order(pd.DataFrame(out, columns=columns))
