@@ -15,13 +15,13 @@ from ..training import plot as ddp_plot
 from ..variability import plot as variability_plot
 
 PLOTTERS = {
-    "sgemm": lambda table, traces: sgemm_plot.plot(table, sgemm_plot.read_traces(traces)),
-    "variability": lambda reps, _traces: variability_plot.plot(reps),
-    "deit": lambda table, _traces: inference_plot.plot(table, "deit"),
-    "bert": lambda table, _traces: inference_plot.plot(table, "bert"),
-    "hfta": lambda table, _traces: hfta_plot.plot(table),
-    "ddp": lambda table, _traces: ddp_plot.plot(table),
-    "runtimes": lambda table, _traces: runtimes.plot(table),
+    "sgemm": lambda table, args: sgemm_plot.plot(table, sgemm_plot.read_traces(args.traces)),
+    "variability": lambda reps, _args: variability_plot.plot(reps),
+    "deit": lambda table, _args: inference_plot.plot(table, "deit"),
+    "bert": lambda table, _args: inference_plot.plot(table, "bert"),
+    "hfta": lambda table, _args: hfta_plot.plot(table),
+    "ddp": lambda table, args: ddp_plot.plot(table, _optional(args.reference)),
+    "runtimes": lambda table, _args: runtimes.plot(table),
 }
 
 
@@ -30,10 +30,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("study", choices=sorted(PLOTTERS))
     parser.add_argument("table", help="table written by `gpurepro aggregate` (variability: its reps table)")
     parser.add_argument("--traces", nargs="*", default=[], help="telemetry traces to draw (sgemm)")
+    parser.add_argument(
+        "--reference", help="the run's tables/reference.csv (ddp: the rates the verdict scales a published "
+        "figure by, where it takes a measured rate)",
+    )  # fmt: skip
     parser.add_argument("--out", required=True, help="PNG to write")
     parser.set_defaults(func=run)
 
 
+def _optional(path: str | None) -> pd.DataFrame | None:
+    return pd.read_csv(path) if path else None
+
+
 def run(args: argparse.Namespace) -> int:
-    save(PLOTTERS[args.study](pd.read_csv(args.table), args.traces), args.out)
+    save(PLOTTERS[args.study](pd.read_csv(args.table), args), args.out)
     return 0

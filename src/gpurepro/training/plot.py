@@ -1,21 +1,48 @@
 """plot_ddp: ResNet-50 training images/s against the number of GPUs and the scaling efficiency per GPU
 count, each beside its ideal (k times the 1-GPU rate; 100%). A precision compared on one GPU (tf32 beside
 AMP) is its own point in the images/s panel, never part of the scaling series. Failed counts are listed
-under the figure."""
+under the figure.
+
+Each measured point has bars: where it ran in several processes (a `run` column), the 95% interval across
+them (process_stats.across_processes); from one process, the IQR of its timed intervals' step times as a
+rate, which the figure says is within one process. NVIDIA's published figures
+(config/expected/resnet50_training.yaml) are black marks at the GPU counts they name, as the verdict reads
+them: judged through the verdict itself (verdict.evaluate), so an images/s figure from another GPU is
+scaled to this one by the verdict's own factor, and its bar reaches down to the lowest rate the verdict
+accepts; a speedup over one GPU is drawn as its efficiency (speedup / k). A figure the verdict cannot
+read here (too few GPUs, no GPU, no rate to scale by) is not drawn, and the note says why."""
 
 from __future__ import annotations
 
+import math
+import textwrap
+
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from ..plotting import failures, finish, not_reported, nothing_ran, ticks_at
+from ..plotting import failures, finish, not_reported, nothing_ran, study_claims, ticks_at
+from ..process_stats import across_processes
 from ..tables import pick
 
 # Panel: its y label, and how a measured point's value is written beside it.
 PANELS = {"throughput": ("images/s (all GPUs, warm-up excluded)", "{:,.0f}"),
           "scaling efficiency": ("% of k x the 1-GPU rate", "{:.0f}%")}  # fmt: skip
 SERIES = {"measured": "C0", "ideal": "0.5"}  # the ideal in grey, a reference rather than a result
+# Markers and dashes per series: the ideal dashed without markers of its own, a compared precision squares.
+MARKERS = {"measured": "o", "ideal": "."}
+DASHES = {"measured": "", "ideal": (4, 2)}
+CLAIMS = "resnet50_training"  # config/expected/resnet50_training.yaml
+# The published metrics drawn, by the panel they are drawn on (a speedup over one GPU as its efficiency).
+CLAIM_PANELS = {("throughput", "total"): "throughput", ("speedup_vs_1_gpu", "value"): "scaling efficiency"}
+PUBLISHED_MARKERS = ("D", "v", "P", "X")  # one per paper GPU
+WITHIN = (
+    "bars: the IQR of its timed intervals' step times, within its one process (no interval across processes)"
+)
+ACROSS = "bars: the 95% interval across its processes"
+MARK_COLUMNS = ["panel", "gpus", "value", "low", "high", "gpu", "scaled", "factor"]
 
 
 def scaling_precision(table: pd.DataFrame) -> str:
@@ -29,36 +56,134 @@ def _compared_series(precision: str) -> str:
     return f"{precision} (1 GPU)"
 
 
-def _panels(ok: pd.DataFrame, precision: str) -> pd.DataFrame:
-    """Both panels' points, measured and (where a 1-GPU run exists) ideal, as one long frame; the other
-    precisions' images/s as series of their own."""
-    rates = pick(ok, "throughput", "total")[["precision", "gpus", "value"]].assign(panel="throughput")
-    total = rates[rates["precision"] == precision]
-    compared = rates[rates["precision"] != precision]
+def _point_rates(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per (precision, GPU count): images/s (the median over processes) with its bars' ends (ACROSS or
+    WITHIN), and the relative half-widths the efficiency's bars are made of."""
+    runs = ok["run"] if "run" in ok else pd.Series(1, index=ok.index)
+    ok = ok.assign(run=runs.fillna(1))
+    rows = []
+    for (precision, gpus), point in ok.groupby(["precision", "gpus"], sort=False):
+        totals = pick(point, "throughput", "total").groupby("run")["value"].first().dropna()
+        if totals.empty:
+            continue
+        if len(totals) > 1:
+            interval = across_processes(totals.to_numpy())
+            value, low, high, kind = interval.value, interval.low, interval.high, ACROSS
+        else:
+            value, kind = float(totals.iloc[0]), WITHIN
+            steps = point[point["metric"] == "step_time"].set_index("statistic")["value"]
+            low = high = math.nan
+            if {"median", "p25", "p75"} <= set(steps.index):  # a rate is inverse to its step time
+                low, high = value * steps["median"] / steps["p75"], value * steps["median"] / steps["p25"]
+        rows.append({"precision": precision, "gpus": int(gpus), "value": value, "low": low, "high": high,
+                     "interval": kind})  # fmt: skip
+    return pd.DataFrame(rows, columns=["precision", "gpus", "value", "low", "high", "interval"])
+
+
+def _panels(rates: pd.DataFrame, precision: str) -> pd.DataFrame:
+    """Both panels' points, measured and (where a 1-GPU run exists) ideal, as one long frame with each
+    measured point's bars; the other precisions' images/s as series of their own. The efficiency's bars
+    take both runs' bars at their widest (the k-GPU run's low over the 1-GPU run's high, and back)."""
+    total = rates[rates["precision"] == precision].assign(panel="throughput")
+    compared = rates[rates["precision"] != precision].assign(panel="throughput")
     compared = compared.assign(series=compared["precision"].map(_compared_series))
-    efficiency = pick(ok[ok["precision"] == precision], "scaling_efficiency", "value")
-    efficiency = efficiency[["precision", "gpus", "value"]].assign(panel="scaling efficiency")
-    measured = pd.concat([total, efficiency], ignore_index=True).assign(series="measured")
-    one = total.loc[total["gpus"] == 1, "value"]
-    ideal = (
-        pd.concat([total.assign(value=total["gpus"] * one.iloc[0]), efficiency.assign(value=100.0)])
-        if len(one)
-        else None
-    )
-    frames = [measured, compared] + ([ideal.assign(series="ideal")] if ideal is not None else [])
+    one = total[total["gpus"] == 1]
+    frames = [total.assign(series="measured"), compared]
+    if len(one):
+        base = one.iloc[0]
+        efficiency = total.assign(
+            panel="scaling efficiency",
+            value=total["value"] / base["value"] / total["gpus"] * 100,
+            low=total["low"] / base["high"] / total["gpus"] * 100,
+            high=total["high"] / base["low"] / total["gpus"] * 100,
+        )
+        one_gpu = efficiency["gpus"] == 1  # 100% by definition: the run against itself has no interval
+        efficiency.loc[one_gpu, ["low", "high"]] = math.nan
+        frames.append(efficiency.assign(series="measured"))
+        ideal = pd.concat([total.assign(value=total["gpus"] * base["value"]), efficiency.assign(value=100.0)])
+        frames.append(ideal.assign(series="ideal", low=math.nan, high=math.nan))
     return pd.concat(frames, ignore_index=True).dropna(subset=["value"])
 
 
-def _label_measured(grid: sns.FacetGrid, frame: pd.DataFrame) -> None:
-    """Each measured point's value under it, for quoting; the ideal usually runs above."""
-    for _, point in frame[frame["series"] != "ideal"].iterrows():
-        ax, (_, value) = grid.axes_dict[point["panel"]], PANELS[point["panel"]]
-        ax.annotate(value.format(point["value"]), (point["gpus"], point["value"]), xytext=(0, -8),
-                    textcoords="offset points", ha="center", va="top", fontsize="small")  # fmt: skip
+def published(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """NVIDIA's figures as the verdict reads them on this run (MARK_COLUMNS), and a note per reason the
+    verdict could not read some here, naming them. The verdict judges the claims on the ddp table (and
+    the reference rates, where a scaling takes a measured rate), on as many GPUs as the table measured;
+    an images/s figure is drawn at its published value times the verdict's factor (1 on the paper's
+    GPU), its bar down to the lowest rate accepted; a speedup over one GPU as its efficiency."""
+    from ..verdict.evaluate import evaluate  # the verdict's judge: needed only for this figure's marks
+    from ..verdict.statuses import NOT_COMPARABLE, NOT_MEASURED, NOT_TESTABLE
+
+    claims, hardware = study_claims(CLAIMS)
+    tables = {"ddp": table} if reference is None else {"ddp": table, "reference": reference}
+    gpu_count = int(pd.to_numeric(table["gpus"], errors="coerce").max())
+    rows: list[dict] = []
+    unread: dict[str, list[str]] = {}  # the verdict's why -> the figures it keeps off the figure
+    for outcome in evaluate(claims, tables, hardware, gpu_count):
+        claim = outcome.claim
+        panel = CLAIM_PANELS.get((claim.measure.metric, claim.measure.statistic))
+        if panel is None or claim.divide_by or claim.subtract or claim.expected.low is None:
+            continue  # a ratio of two precisions has no panel here; the verdict reads it
+        gpus = int(claim.measure.where["gpus"])
+        gpu = outcome.paper_gpus[0].name
+        if outcome.result in (NOT_MEASURED, NOT_TESTABLE, NOT_COMPARABLE):
+            figure = f"{gpu} at {gpus} GPU{'s' if gpus > 1 else ''}"
+            figures = unread.setdefault(outcome.detail, [])
+            if figure not in figures:  # an 8-GPU rate and its speedup: one figure of the GPU
+                figures.append(figure)
+            continue
+        factor = outcome.factor if outcome.factor is not None else 1.0
+        value, low, high = (claim.expected.low * factor, *outcome.accepted)
+        if panel == "scaling efficiency":
+            value, low, high = (v / gpus * 100 for v in (value, low, high))
+        rows.append({"panel": panel, "gpus": gpus, "value": value, "low": low, "high": min(high, value),
+                     "gpu": gpu, "scaled": outcome.factor is not None, "factor": factor})  # fmt: skip
+    notes = [f"published, not drawn: {', '.join(figures)} ({why})" for why, figures in unread.items()]
+    return pd.DataFrame(rows, columns=MARK_COLUMNS), notes
 
 
-def plot(table: pd.DataFrame) -> Figure:
-    """Draw the figure from the tidy table of `gpurepro aggregate ddp`."""
+def _bars(ax: Axes, points: pd.DataFrame, colour: str) -> None:
+    """Each measured point's bars (none where it has none)."""
+    points = points.dropna(subset=["low", "high"])
+    if len(points):
+        below = (points["value"] - points["low"]).clip(lower=0)
+        above = (points["high"] - points["value"]).clip(lower=0)
+        ax.errorbar(points["gpus"], points["value"], yerr=[below, above], fmt="none", ecolor=colour,
+                    capsize=4, elinewidth=1.2, zorder=3)  # fmt: skip
+
+
+def _marks(grid: sns.FacetGrid, marks: pd.DataFrame, counts: list[int]) -> list[str]:
+    """The published figures as black marks (a marker per paper GPU) offset right of the measured
+    points, their bars down to the lowest value the verdict accepts. Returns the legend's words."""
+    labels = []
+    for i, (gpu, group) in enumerate(marks.groupby("gpu", sort=False)):
+        marker = PUBLISHED_MARKERS[i % len(PUBLISHED_MARKERS)]
+        scaled = bool(group["scaled"].any())  # a speedup is a ratio within one run: never scaled
+        for panel, rows in group.groupby("panel"):
+            rows = rows[rows["gpus"].isin(counts)]
+            if rows.empty:
+                continue
+            ax = grid.axes_dict[panel]
+            x = rows["gpus"] * 1.06 ** (i + 1)  # beside the measured point on the log axis
+            ax.errorbar(
+                x, rows["value"], yerr=[rows["value"] - rows["low"], rows["high"] - rows["value"]],
+                fmt=marker, color="black", markersize=6, capsize=3, elinewidth=1, linestyle="none", zorder=4,
+            )  # fmt: skip
+        how = (
+            f"images/s x {group.loc[group['scaled'], 'factor'].iloc[0]:.3g} to this GPU"
+            if scaled
+            else "as published"
+        )
+        label = f"{gpu} published ({how}), bar to the lowest the verdict accepts"
+        labels.append((marker, textwrap.fill(label, 40)))
+    for marker, label in labels:
+        grid.axes.flat[0].plot([], [], marker=marker, color="black", linestyle="none", label=label)
+    return [label for _, label in labels]
+
+
+def plot(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> Figure:
+    """Draw the figure from the tidy table of `gpurepro aggregate ddp`; `reference`: the run's reference
+    rates (tables/reference.csv), which a scaling against a measured rate of the paper's GPU needs."""
     if table.empty:
         raise ValueError("the ddp table has no rows")
     ok = table[table["status"] == "ok"]
@@ -74,19 +199,73 @@ def plot(table: pd.DataFrame) -> Figure:
         f"{first['model']} training on {first['profile']}: {precision}{beside}, "
         f"batch {first['batch_per_gpu']} per {'process' if on_cpu else 'GPU'}, {first['data']}"
     )
-    frame = _panels(ok, precision)
+    rates = _point_rates(ok)
+    frame = _panels(rates, precision)
     if frame.empty:
         return nothing_ran(title, notes)
-    palette = {**SERIES, **{_compared_series(p): f"C{i + 1}" for i, p in enumerate(others)}}
+    compared = [_compared_series(p) for p in others]
+    palette = {**SERIES, **{series: f"C{i + 1}" for i, series in enumerate(compared)}}
+    markers = {**MARKERS, **dict.fromkeys(compared, "s")}
+    dashes = {**DASHES, **dict.fromkeys(compared, "")}
     grid = sns.relplot(
         frame, kind="line", x="gpus", y="value", col="panel", col_order=list(PANELS), hue="series",
-        style="series", palette=palette, markers=True, height=3.8, aspect=1.2, facet_kws={"sharey": False},
+        style="series", palette=palette, markers=markers, dashes=dashes, height=3.8, aspect=1.2,
+        facet_kws={"sharey": False}, legend=False,
     )  # fmt: skip
     grid.set_titles("{col_name}")
+    measured = sorted(int(g) for g in frame["gpus"].unique())
     for panel, ax in grid.axes_dict.items():
         ax.set(xlabel=counts, ylabel=PANELS[panel][0], ylim=(0, None))
         if not ax.has_data():
             not_reported(ax, "scaling efficiency: no 1-GPU run to compare with")
-        ticks_at(ax, sorted(int(g) for g in frame["gpus"].unique()))
+            continue
+        ax.set_xscale("log", base=2)  # GPU counts double
+        ticks_at(ax, measured)
+        for series, points in frame[(frame["panel"] == panel) & (frame["series"] != "ideal")].groupby(
+            "series"
+        ):
+            _bars(ax, points, palette[series])
     _label_measured(grid, frame)
+    kinds = sorted(set(rates["interval"]))
+    notes.append("points: images/s of each run; " + "; ".join(kinds))
+    marks, unread = published(table, reference)
+    notes += unread
+    _marks(grid, marks, measured)
+    for panel, ax in grid.axes_dict.items():  # room for every bar and mark, from 0
+        drawn = pd.concat([frame[frame["panel"] == panel], marks[marks["panel"] == panel]])
+        top = drawn[["value", "high"]].max().max()
+        if pd.notna(top):
+            ax.set_ylim(0, top * 1.08)
+    handles, labels = _legend_entries(grid, frame, palette, markers, dashes)
+    grid.figure.legend(handles=handles, labels=labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
+                       frameon=False)  # fmt: skip
     return finish(grid, title, notes)
+
+
+def _legend_entries(
+    grid: sns.FacetGrid, frame: pd.DataFrame, palette: dict[str, str], markers: dict, dashes: dict
+) -> tuple[list, list]:
+    """The series (colour, marker and dashes as drawn) and the published marks, in one legend."""
+    series = list(dict.fromkeys(frame["series"]))
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=palette[s],
+            marker=markers[s],
+            linestyle=(0, dashes[s]) if dashes[s] else "-",
+            label=s,
+        )
+        for s in series
+    ]
+    ax = grid.axes.flat[0]
+    handles += [h for h in ax.get_legend_handles_labels()[0] if isinstance(h, Line2D)]
+    return handles, [h.get_label() for h in handles]
+
+
+def _label_measured(grid: sns.FacetGrid, frame: pd.DataFrame) -> None:
+    """Each measured point's value under it, for quoting; the ideal usually runs above."""
+    for _, point in frame[frame["series"] != "ideal"].iterrows():
+        ax, (_, value) = grid.axes_dict[point["panel"]], PANELS[point["panel"]]
+        ax.annotate(value.format(point["value"]), (point["gpus"], point["value"]), xytext=(0, -8),
+                    textcoords="offset points", ha="center", va="top", fontsize="small")  # fmt: skip
