@@ -246,3 +246,18 @@ def test_the_verdict_says_how_it_was_measured(tmp_path: Path) -> None:
     assert lines[-1].startswith("Processes (raw files) per study: inference 1, sgemm 1")
     assert how_measured(results, "other").plan == ""
     assert how_measured(None).lines()[0].startswith("How measured: no provenance found")
+
+
+def test_an_interval_over_one_processs_reps_widens_to_the_between_process_spread() -> None:
+    """N=25536 at 0.975 of the best size, [0.974, 0.976] over its reps, against at least 0.971: its reps
+    resolve it, but the next process could land 2% away (SGEMM's GSD 1.01), so one process reads
+    inconclusive; 0.995 clears the edge by more than that."""
+    shipped = {c.id: c for c in load_claims([ROOT / "config" / "expected"], SCHEMA, HARDWARE, POINTS)}
+    plateau = shipped["seed-n25536-on-plateau"]
+    sizes = {8192: (0.98, 0.97, 0.99), 16384: (1.0, float("nan"), float("nan")), 25536: (0.975, 0.974, 0.976)}
+    tables = _sweep(sizes)
+    tables["sgemm"]["source_file"] = tables["sgemm"]["n"].map(lambda n: f"cublas_{n}.csv")
+    (near,) = evaluate([plateau], tables, HARDWARE)
+    assert near.status == "inconclusive at one process" and "one process a side" in near.detail
+    tables["sgemm"].loc[tables["sgemm"]["n"] == 25536, "value"] = [0.995, 0.994, 0.996]
+    assert evaluate([plateau], tables, HARDWARE)[0].result == WITHIN

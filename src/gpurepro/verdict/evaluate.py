@@ -19,7 +19,7 @@ How a claim is judged depends on its kind and on the GPU:
 - "GPUs differ" (direction.test): read from the test's p-value among the measure's rows, never from an
   interval of a max - min spread, which lies above 0 for identical GPUs too.
 - a magnitude from one process a side: its interval is the measured between-process spread
-  (between.py), so it is inconclusive at one process where it lies nearer an edge than that.
+  (between.py) at least, so it is inconclusive at one process where it lies nearer an edge than that.
 Any range that cannot fail (ranges.py) is "not testable here", never held; so is a bound over a
 population on fewer GPUs than it needs (needs.population) and a place in a sweep the run did not sweep
 widely enough (needs.sweep). Any claim is "not measured" when its value cannot be read here, and the

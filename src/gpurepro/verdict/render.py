@@ -75,8 +75,8 @@ HOW_JUDGED = (
     "above 1) apart from its magnitude, a direction or an ordering only where its 95% interval over "
     'processes resolves it, and "the GPUs differ" by its permutation test. A magnitude reads '
     "*consistent* (its interval inside the accepted range), *inconsistent* (outside) or *inconclusive "
-    "at n processes* (the interval straddles an end; a figure from one process a side gets the measured "
-    "between-process spread as its interval). An *absolute* claim (ms, images/s, W, J on the paper's "
+    "at n processes* (the interval straddles an end; a figure from one process a side has an interval at "
+    "least the measured between-process spread). An *absolute* claim (ms, images/s, W, J on the paper's "
     "GPU) is judged exactly on that GPU and *scaled* on others, like for like: a rate measured here "
     "against one measured on the paper's GPU, else datasheet against datasheet (config/hardware/), "
     "tolerance and scaling uncertainty combined in quadrature; where no rate makes a figure comparable "
