@@ -146,13 +146,14 @@ def _reps() -> pd.DataFrame:
             "run": run, "rep": rep, "ms": 2300.0 + 10 * gpu, "tflops": (14 - gpu) * rng.normal(1, 0.001),
             "power_w_median": 250.0 + gpu, "sm_clock_mhz_median": 1380.0, "temperature_c_median": np.nan,
             "throttled": rep == 0 and gpu == 1, "energy_per_rep_j": 600.0 + gpu,
+            "clock_event_names": "sw_power_cap" if rep == 0 and gpu == 1 else "",
         }
         for backend in ("cublas", "tiled") for gpu in range(3) for run in (1, 2) for rep in range(5)
     ]  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_variability_per_gpu_medians_every_rep_and_throttled_reps_ringed() -> None:
+def test_variability_per_gpu_medians_every_rep_and_the_few_throttled_reps_ringed() -> None:
     fig = variability_plot.plot(_reps())
     relative = _panel(fig, "per-GPU performance")
     assert relative.get_ylabel() == "rate / median GPU's median rate"
@@ -167,9 +168,49 @@ def test_variability_per_gpu_medians_every_rep_and_throttled_reps_ringed() -> No
     rings = [c for c in power.collections if len(c.get_facecolors()) == 0]
     assert len(rings) == 1 and len(rings[0].get_offsets()) == 4  # rep 0 of GPU 1: two backends, two runs
     assert "throttled rep" in _legend(fig, power)
+    said = " ".join(_notes(fig).split())
+    assert said == (
+        "throttled: 4 of 60 reps on 1 of 3 GPU(s), by the power cap (sw_power_cap) in 4 reps, at a median "
+        "251 W; ringed in the scatter panels"
+    )
     (no_temperature,) = [ax for ax in fig.axes if "temperature" in _said(ax)]
     assert "not reported by this device" in _said(no_temperature)
     assert fig.texts[0].get_text() == "SGEMM variability on v100, N=25536 (3 device(s))"
+
+
+def _capped_reps() -> pd.DataFrame:
+    """An H100 node's quick variability run: four GPUs, cuBLAS and the tiled kernel, ten reps each, every
+    rep at the 700 W cap (NVML's sw_power_cap), GPU 2 also slowed by heat in its last three."""
+    rng = np.random.default_rng(1)
+    rows = [
+        {
+            "profile": "h100", "device": str(gpu), "gpu_uuid": f"GPU-{gpu}", "backend": backend, "n": 25536,
+            "run": 1, "rep": rep, "ms": 700.0 * scale + gpu, "tflops": 47.5 / scale * rng.normal(1, 0.002),
+            "power_w_median": 699.0 + rng.normal(0, 0.5), "sm_clock_mhz_median": 1755.0 - 10 * gpu,
+            "temperature_c_median": 60.0 + gpu + rep / 2, "throttled": True, "energy_per_rep_j": 490.0 + gpu,
+            "clock_event_names": "sw_power_cap" + ("|sw_thermal_slowdown" if gpu == 2 and rep >= 7 else ""),
+        }
+        for backend, scale in (("cublas", 1.0), ("tiled", 1.25)) for gpu in range(4) for rep in range(10)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_variability_says_once_in_words_that_every_rep_sat_at_the_power_cap_and_rings_none() -> None:
+    fig = variability_plot.plot(_capped_reps())
+    power = next(ax for ax in fig.axes if ax.get_xlabel() == "power (W)")
+    assert not [c for c in power.collections if len(c.get_facecolors()) == 0]  # no rings
+    assert "throttled rep" not in _legend(fig, power)
+    said = " ".join(_notes(fig).split())
+    assert said.startswith(
+        "throttled: every rep on 4 of 4 GPU(s), by the power cap (sw_power_cap) in 80 reps, "
+    )
+    assert "thermal slowdown (sw_thermal_slowdown) in 6 reps" in said and "at a median 699 W" in said
+    assert said.endswith("not ringed, being most of the reps")
+
+
+def test_variability_without_throttling_has_no_note() -> None:
+    fig = variability_plot.plot(_reps().assign(throttled=False, clock_event_names=""))
+    assert not [t for t in fig.texts if t.get_fontsize() == NOTE_PT]
 
 
 def _inference_table(energy: bool = True) -> pd.DataFrame:
