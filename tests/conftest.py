@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -26,6 +28,30 @@ if not HAVE_GPU:
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"needs an NVIDIA GPU: {NO_GPU_REASON}")
 
 INSTALL_HINT = "pip install -e '.[test]'"
+
+
+@pytest.fixture(autouse=True)
+def same_start() -> Iterator[None]:
+    """Every test starts from the same process state, whichever tests ran before it (CI shuffles them):
+    the global random generators seeded alike, so a test that draws unseeded values (torch.randn
+    without a generator) draws the same ones in any order; and torch's thread count, the CPU affinity
+    and the working folder that a test or an in-process command changed are put back."""
+    random.seed(0)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(0)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(0)  # (a torch imported later starts from its own fixed default seed)
+    threads = torch.get_num_threads() if torch is not None else None
+    affinity, cwd = os.sched_getaffinity(0), os.getcwd()
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and threads is not None and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    if os.sched_getaffinity(0) != affinity:
+        os.sched_setaffinity(0, affinity)
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
 
 
 def in_ci() -> bool:
@@ -50,10 +76,20 @@ def import_installable(module: str, hint: str = INSTALL_HINT) -> ModuleType:
         missing_installable(f"Python module {module} ({err})", hint)
 
 
+# What the workflow reads, dry-run or not (the image rule's inputs included); never results/, data/,
+# build/ or .snakemake/, which a user's run fills
+WORKFLOW_FILES = [
+    "Snakefile", "workflow", "config", "profiles", "src", "kernels", "containers", "pyproject.toml",
+    "README.md", ".dockerignore",
+]  # fmt: skip
+
+
 @pytest.fixture
 def workflow_copy(tmp_path: Path) -> Path:
-    """A copy of the workflow (Snakefile, rules, schemas, config, profiles, package source) to run in."""
-    for item in ["Snakefile", "workflow", "config", "profiles", "src", "kernels"]:
+    """A copy of the workflow to run Snakemake in, dry-runs too: in the checkout a plan would read the
+    user's results/ (complete outputs plan nothing; earlier benchmark files change the estimate), and a
+    run would write into it."""
+    for item in WORKFLOW_FILES:
         source = ROOT / item
         if source.is_dir():
             shutil.copytree(source, tmp_path / item, ignore=shutil.ignore_patterns("__pycache__"))

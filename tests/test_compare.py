@@ -33,7 +33,7 @@ from gpurepro.errors import GpureproError
 from gpurepro.stats import Interval
 from gpurepro.tables import describe, long_frame, single
 
-from .conftest import ROOT, run_snakemake
+from .conftest import run_snakemake
 
 GPU = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-aaaa", "driver_version": "580.1", "power_limit_w": 700.0}
 SOFTWARE = {"python": "3.12.3", "torch": "2.11.0"}
@@ -248,8 +248,8 @@ def test_the_cli_names_a_folder_that_is_not_a_run(tmp_path: Path, capsys: pytest
     assert "not a results folder of one device" in capsys.readouterr().err
 
 
-def test_the_workflow_target_says_how_to_name_the_other_run(tmp_path: Path) -> None:
-    result = run_snakemake("-n", "compare", "--cores", "1", "--config", "device=cpu", cwd=ROOT)
+def test_the_workflow_target_says_how_to_name_the_other_run(tmp_path: Path, workflow_copy: Path) -> None:
+    result = run_snakemake("-n", "compare", "--cores", "1", "--config", "device=cpu", cwd=workflow_copy)
     assert result.returncode != 0
     assert "config compare_with is empty" in result.stdout + result.stderr
     planned = run_snakemake(
@@ -260,7 +260,7 @@ def test_the_workflow_target_says_how_to_name_the_other_run(tmp_path: Path) -> N
         "--config",
         "device=cpu",
         f"compare_with={make_run(tmp_path)}",
-        cwd=ROOT,
+        cwd=workflow_copy,
     )
     assert planned.returncode == 0, planned.stdout + planned.stderr
     assert "results/compare/h100_vs_cpu/compare.md" in planned.stdout

@@ -326,13 +326,13 @@ def _container_config(tmp_path: Path, **container: object) -> Path:
     return path
 
 
-def test_explicit_docker_without_an_engine_stops_the_plan(tmp_path: Path) -> None:
+def test_explicit_docker_without_an_engine_stops_the_plan(tmp_path: Path, workflow_copy: Path) -> None:
     config = _container_config(tmp_path, engine="docker")
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(config),
          "--config", "device=cpu"],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=600,
+        cwd=workflow_copy, capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert result.returncode != 0
     assert (
@@ -340,9 +340,9 @@ def test_explicit_docker_without_an_engine_stops_the_plan(tmp_path: Path) -> Non
     )
 
 
-def test_bad_engine_name_is_a_config_error() -> None:
+def test_bad_engine_name_is_a_config_error(workflow_copy: Path) -> None:
     result = run_snakemake(
-        "-n", "--cores", "1", "--config", "device=cpu", "container={engine: podman}", cwd=ROOT
+        "-n", "--cores", "1", "--config", "device=cpu", "container={engine: podman}", cwd=workflow_copy
     )
     assert result.returncode != 0
     assert "key container.engine: 'podman' is not one of" in result.stdout + result.stderr

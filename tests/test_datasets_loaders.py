@@ -174,7 +174,9 @@ def test_bad_data_config_names_the_key(path: tuple[str, ...], value: object, mes
     assert message in (first_error(config, SCHEMA) or "")
 
 
-def test_bad_data_config_stops_the_workflow_at_start() -> None:
-    result = run_snakemake("-n", "--cores", "1", "--config", "data={loader: {workers: many}}", cwd=ROOT)
+def test_bad_data_config_stops_the_workflow_at_start(workflow_copy: Path) -> None:
+    result = run_snakemake(
+        "-n", "--cores", "1", "--config", "data={loader: {workers: many}}", cwd=workflow_copy
+    )
     assert result.returncode != 0
     assert "bad config: key data.loader.workers: 'many'" in result.stdout + result.stderr

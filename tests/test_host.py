@@ -219,17 +219,17 @@ def test_a_measurement_sidecar_carries_the_host_cpu_section(tmp_path: Path) -> N
     assert pinning["note"] == "not pinned: host.pin is off"
 
 
-def test_every_measuring_job_is_given_the_pin_setting() -> None:
-    planned = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "quick=true", cwd=ROOT)
+def test_every_measuring_job_is_given_the_pin_setting(workflow_copy: Path) -> None:
+    planned = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "quick=true", cwd=workflow_copy)
     assert planned.returncode == 0, planned.stderr[-2000:]
     commands = [line for line in planned.stdout.splitlines() if "--idle-temperature-dir" in line]
     assert commands and all("--pin auto" in line for line in commands)
-    off = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "host={pin: off}", cwd=ROOT)
+    off = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "host={pin: off}", cwd=workflow_copy)
     assert off.returncode == 0, off.stderr[-2000:]
     assert "--pin off" in off.stdout and "--pin auto" not in off.stdout
 
 
-def test_a_bad_pin_setting_fails_before_any_job_naming_the_key() -> None:
-    result = run_snakemake("-n", "--cores", "1", "--config", "host={pin: sometimes}", cwd=ROOT)
+def test_a_bad_pin_setting_fails_before_any_job_naming_the_key(workflow_copy: Path) -> None:
+    result = run_snakemake("-n", "--cores", "1", "--config", "host={pin: sometimes}", cwd=workflow_copy)
     assert result.returncode != 0
     assert "key host.pin: 'sometimes' is not one of ['auto', 'off', False]" in result.stdout + result.stderr

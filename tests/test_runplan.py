@@ -129,10 +129,12 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     assert f"about {estimate.duration(1.5 * cool)} of cool-down waits" in text
 
 
-def _dry_run(*argv: str) -> str:
+def _dry_run(workflow: Path, *argv: str) -> str:
+    """A dry-run in a copy of the workflow: in the checkout, a user's earlier benchmark files would
+    replace the models this estimate is checked against."""
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", *argv],
-        cwd=ROOT,
+        cwd=workflow,
         capture_output=True,
         text=True,
         timeout=600,
@@ -141,8 +143,10 @@ def _dry_run(*argv: str) -> str:
     return result.stdout + result.stderr
 
 
-def test_a_dry_run_estimates_only_the_jobs_it_planned() -> None:
-    one_figure = _dry_run("plot_bert", "--cores", "16", "--config", "device=h100", "quick=true")
+def test_a_dry_run_estimates_only_the_jobs_it_planned(workflow_copy: Path) -> None:
+    one_figure = _dry_run(
+        workflow_copy, "plot_bert", "--cores", "16", "--config", "device=h100", "quick=true"
+    )
     # three BERT points, each in three processes (the h100 profile's quick host-paced repeats)
     assert "gpurepro: 11 jobs planned, about" in one_figure
     assert (
@@ -150,20 +154,22 @@ def test_a_dry_run_estimates_only_the_jobs_it_planned() -> None:
     )
 
 
-def test_the_full_h100_plan_fits_a_gpu_day() -> None:
+def test_the_full_h100_plan_fits_a_gpu_day(workflow_copy: Path) -> None:
     """Every point in its processes (five for host-paced points) still fits a working day on one GPU."""
-    full = _dry_run("--cores", "16", "--config", "device=h100")
+    full = _dry_run(workflow_copy, "--cores", "16", "--config", "device=h100")
     line = next(line for line in full.splitlines() if "jobs planned, about" in line)
     hours = line.split("about ")[1].split(" with")[0]
     assert " h " in hours and int(hours.split(" h ")[0]) < 11, line
 
 
-def test_quick_inference_points_take_the_profiles_shorter_windows() -> None:
+def test_quick_inference_points_take_the_profiles_shorter_windows(workflow_copy: Path) -> None:
     """A quick run's inference points time 1.5 s of blocks and read energy over 3 s in each process (the
     h100 profile's quick block), the full run's the config's 5 and 10 s: the commands and the estimate
     both say so."""
-    quick = _dry_run("plot_bert", "-p", "--cores", "16", "--config", "device=h100", "quick=true")
-    full = _dry_run("plot_bert", "-p", "--cores", "16", "--config", "device=h100")
+    quick = _dry_run(
+        workflow_copy, "plot_bert", "-p", "--cores", "16", "--config", "device=h100", "quick=true"
+    )
+    full = _dry_run(workflow_copy, "plot_bert", "-p", "--cores", "16", "--config", "device=h100")
     for text, run_time, window in ((quick, "1.5", "3"), (full, "5.0", "10.0")):
         commands = [line for line in text.splitlines() if "gpurepro infer bert" in line]
         assert commands and all(f"--min-run-time {run_time} " in line for line in commands), commands[:1]

@@ -24,8 +24,8 @@ DEVICES = ["cpu", "v100", "a100", "h100", "h200", "rtx6000", "t4"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_dry_run_for_every_profile(device: str) -> None:
-    result = run_snakemake("-n", "--cores", "4", "--config", f"device={device}", cwd=ROOT)
+def test_dry_run_for_every_profile(device: str, workflow_copy: Path) -> None:
+    result = run_snakemake("-n", "--cores", "4", "--config", f"device={device}", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
     assert f"results/{device}/plots/sgemm.png" in planned
@@ -59,11 +59,11 @@ def test_dry_run_for_every_profile(device: str) -> None:
     ) == has_tf32
 
 
-def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
+def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve(workflow_copy: Path) -> None:
     """quick=true on one H100: the original study's N=25536, HFTA at the profile's fused_best_b, the
     inference points the artifact's claims name, the reference rates; the 2-GPU DDP point is left out
     (one GPU here), which the verdict then reports as needing 2 GPUs."""
-    result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=ROOT)
+    result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
     best_b = yaml.safe_load((ROOT / "config" / "devices" / "h100.yaml").read_text())["hfta"]["fused_best_b"]
@@ -98,11 +98,11 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve() -> None:
     assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
 
 
-def test_with_two_gpus_the_variability_study_measures_each_gpu_itself() -> None:
+def test_with_two_gpus_the_variability_study_measures_each_gpu_itself(workflow_copy: Path) -> None:
     """The SGEMM study runs on one GPU only: with two selected, every GPU's variability runs are the
     variability study's own, measured side by side."""
     result = run_snakemake(
-        "-n", "--cores", "4", "--config", "device=h100", "quick=true", "gpus=[0,1]", cwd=ROOT
+        "-n", "--cores", "4", "--config", "device=h100", "quick=true", "gpus=[0,1]", cwd=workflow_copy
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
@@ -112,13 +112,13 @@ def test_with_two_gpus_the_variability_study_measures_each_gpu_itself() -> None:
         )
 
 
-def test_a_quick_run_on_eight_gpus_measures_the_eight_gpu_ddp_point() -> None:
+def test_a_quick_run_on_eight_gpus_measures_the_eight_gpu_ddp_point(workflow_copy: Path) -> None:
     """NVIDIA's 8-GPU ResNet-50 claims read a DDP point on eight GPUs: with eight selected, quick plans it
     (and every smaller count); with four, the counts up to four, the 8-GPU point said to be left out."""
     raw = "results/h100/ddp/raw/resnet50_synthetic-224px_fp16_b256_{}gpu.csv"
     for gpus, counts in (("[0,1,2,3,4,5,6,7]", (1, 2, 4, 8)), ("[0,1,2,3]", (1, 2, 4))):
         result = run_snakemake(
-            "-n", "--cores", "32", "--config", "device=h100", "quick=true", f"gpus={gpus}", cwd=ROOT
+            "-n", "--cores", "32", "--config", "device=h100", "quick=true", f"gpus={gpus}", cwd=workflow_copy
         )  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         planned = result.stdout + result.stderr
@@ -127,13 +127,13 @@ def test_a_quick_run_on_eight_gpus_measures_the_eight_gpu_ddp_point() -> None:
     assert "GPU counts [8] of profile h100 left out: 4 GPU(s) selected here" in planned
 
 
-def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point() -> None:
+def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point(workflow_copy: Path) -> None:
     """Repeats run in rounds: the second process of DeiT-T waits for the first of every DeiT point, so a
     drift of the host over the run spreads over all points (gpurepro/rounds.py)."""
     result = run_snakemake(
         "-n", "--cores", "4", "--config", "device=h100", "quick=true", "--forceall",
         "results/h100/inference/raw/deit/deit-t_b1_fp16_eager_run2.csv", "--printshellcmds", "--debug-dag",
-        cwd=ROOT,
+        cwd=workflow_copy,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
@@ -143,10 +143,10 @@ def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point() -> None:
     assert "run2.csv" in planned and "deit-s_b1_fp16_eager_run2" not in planned
 
 
-def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp() -> None:
+def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp(workflow_copy: Path) -> None:
     """NVIDIA's AMP-over-TF32 ResNet-50 ratio needs a TF32 run: one 1-GPU job at the series' settings but
     the precision, aggregated into the ddp table beside the fp16 runs."""
-    result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=ROOT)
+    result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
     raw = "results/h100/ddp/raw/resnet50_synthetic-224px_{}_b256_1gpu.csv"
@@ -168,11 +168,11 @@ def test_every_gpu_profile_names_the_fused_arrays_best_b_in_its_quick_sweep(devi
     assert hfta["fused_best_b"] in hfta["quick"]["b_values"]
 
 
-def test_kernels_are_skipped_plainly_without_nvcc() -> None:
+def test_kernels_are_skipped_plainly_without_nvcc(workflow_copy: Path) -> None:
     env = {**os.environ, "PATH": "/usr/bin:/bin"}  # nvcc lives elsewhere (/usr/local/bin, /usr/local/cuda)
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config", "device=h100"],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=600,
+        cwd=workflow_copy, capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "nvcc not found: the cublas and tiled SGEMM kernels are skipped" in result.stderr
@@ -197,8 +197,8 @@ def test_kernels_are_skipped_plainly_without_nvcc() -> None:
         ),
     ],
 )
-def test_bad_config_fails_before_any_job(override: str, message: str) -> None:
-    result = run_snakemake("-n", "--cores", "1", "--config", override, cwd=ROOT)
+def test_bad_config_fails_before_any_job(override: str, message: str, workflow_copy: Path) -> None:
+    result = run_snakemake("-n", "--cores", "1", "--config", override, cwd=workflow_copy)
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
 
@@ -212,9 +212,9 @@ def test_bad_config_fails_before_any_job(override: str, message: str) -> None:
     ],
 )
 def test_graphed_hfta_points_are_planned_as_config_hfta_graphs_says(
-    hfta: str, graphed: bool, said: str
+    hfta: str, graphed: bool, said: str, workflow_copy: Path
 ) -> None:
-    result = run_snakemake("-n", "--cores", "1", "--config", "device=h100", f"hfta={hfta}", cwd=ROOT)
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=h100", f"hfta={hfta}", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
     assert "hfta/raw/resnet18/stock/serial_fp16_b1_run1.csv" in planned
@@ -228,24 +228,30 @@ def test_graphed_hfta_points_are_planned_as_config_hfta_graphs_says(
     assert said in result.stderr
 
 
-def test_graphs_on_with_an_optimizer_that_cannot_be_captured_fails_at_start() -> None:
+def test_graphs_on_with_an_optimizer_that_cannot_be_captured_fails_at_start(workflow_copy: Path) -> None:
     result = run_snakemake(
-        "-n", "--cores", "1", "--config", "device=h100", "hfta={graphs: on, optimizer: adamw}", cwd=ROOT
+        "-n",
+        "--cores",
+        "1",
+        "--config",
+        "device=h100",
+        "hfta={graphs: on, optimizer: adamw}",
+        cwd=workflow_copy,
     )
     assert result.returncode != 0
     message = "config key hfta.graphs: 'on' captures the fused SGD step; hfta.optimizer is adamw"
     assert message in result.stdout + result.stderr
 
 
-def test_gpus_list_from_the_command_line_is_accepted() -> None:
-    result = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "gpus=[0]", cwd=ROOT)
+def test_gpus_list_from_the_command_line_is_accepted(workflow_copy: Path) -> None:
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "gpus=[0]", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-def test_slurm_profile_plans_one_gpu_per_job_without_slurm_installed() -> None:
+def test_slurm_profile_plans_one_gpu_per_job_without_slurm_installed(workflow_copy: Path) -> None:
     import_installable("snakemake_executor_plugin_slurm")
     result = run_snakemake(
-        "--profile", "profiles/slurm", "-n", "--config", "device=h100", "gpus=[0,1]", cwd=ROOT
+        "--profile", "profiles/slurm", "-n", "--config", "device=h100", "gpus=[0,1]", cwd=workflow_copy
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
@@ -255,16 +261,16 @@ def test_slurm_profile_plans_one_gpu_per_job_without_slurm_installed() -> None:
     assert "rule verdict:" in planned and "slurm_partition=gpu" in planned
 
 
-def test_cluster_needs_a_named_profile() -> None:
+def test_cluster_needs_a_named_profile(workflow_copy: Path) -> None:
     import_installable("snakemake_executor_plugin_slurm")
-    result = run_snakemake("--profile", "profiles/slurm", "-n", cwd=ROOT)
+    result = run_snakemake("--profile", "profiles/slurm", "-n", cwd=workflow_copy)
     assert result.returncode != 0
     message = "device=auto with cluster.enabled: the GPUs are on the compute nodes, not here"
     assert message in result.stdout + result.stderr
 
 
-def test_gpus_on_the_cpu_profile_are_said_to_be_ignored() -> None:
-    result = run_snakemake("-n", "--cores", "1", "--config", "device=cpu", "gpus=[99]", cwd=ROOT)
+def test_gpus_on_the_cpu_profile_are_said_to_be_ignored(workflow_copy: Path) -> None:
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=cpu", "gpus=[99]", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "config gpus=[99] is ignored: profile cpu measures the CPU" in result.stdout + result.stderr
 
@@ -306,17 +312,17 @@ def test_serial_may_run_at_a_b_the_other_modes_do_not(workflow_copy: Path) -> No
     assert "stock/hfta_fp32_b1_run1.csv" in output
 
 
-def test_lint_is_clean_with_the_default_config() -> None:
+def test_lint_is_clean_with_the_default_config(workflow_copy: Path) -> None:
     # Every rule names the project's own image (config container.apptainer_image, used under
     # --sdm apptainer), so even the software lint has nothing to say.
-    result = run_snakemake("--lint", cwd=ROOT)
+    result = run_snakemake("--lint", cwd=workflow_copy)
     output = result.stdout + result.stderr
     assert "Congratulations, your workflow is in a good condition!" in output, output
 
 
-def test_lint_accepts_the_image_by_a_pullable_address() -> None:
+def test_lint_accepts_the_image_by_a_pullable_address(workflow_copy: Path) -> None:
     image = "container={apptainer_image: docker://example.org/gpurepro:dev}"
-    result = run_snakemake("--lint", "--config", image, cwd=ROOT)
+    result = run_snakemake("--lint", "--config", image, cwd=workflow_copy)
     output = result.stdout + result.stderr
     assert "Specify a conda environment or container for each rule" not in output, output
     assert "Lints for rule" not in output, output
