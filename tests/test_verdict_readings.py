@@ -37,7 +37,7 @@ from gpurepro.verdict.statuses import (
 )
 from gpurepro.verdict.summary import PARTIALLY, PaperVerdict, verdict_of
 
-from .conftest import ROOT
+from .conftest import ROOT, run_snakemake
 from .test_verdict import H100, H200, SCHEMA, relative_claim, write_claims
 
 HARDWARE = load_hardware(ROOT / "config" / "hardware")
@@ -208,6 +208,18 @@ def test_a_where_matching_two_sizes_stops_at_load_naming_the_claim(tmp_path: Pat
     # reducing over points on purpose is allowed
     each = {**spec, "measure": {**spec["measure"], "reduce": "each"}}
     assert load_claims([write_claims(tmp_path / "expected", each)], SCHEMA, HARDWARE, POINTS)
+
+
+def test_a_claim_matching_two_sizes_stops_the_workflow_before_any_job(workflow_copy: Path) -> None:
+    claims = workflow_copy / "config" / "expected" / "gpurepro_reference.yaml"
+    claims.write_text(claims.read_text().replace("where: {backend: cublas, n: 16384, scope: across gpus}", (
+        "where: {backend: cublas, scope: across gpus}"), 1))  # fmt: skip
+    result = run_snakemake("-n", "--cores", "1", "--config", "device=h100", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert (
+        "gpurepro_reference.yaml: claim h200-cublas-time-spread-n16384 (claims.8): key measure.where: "
+        "matches rows of several points of tables/variability_summary.csv: it leaves n open"
+    ) in result.stdout + result.stderr
 
 
 def test_every_shipped_claim_selects_one_point() -> None:
