@@ -20,6 +20,7 @@ from gpurepro.verdict import render
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.hardware import load_hardware
+from gpurepro.verdict.here import Here
 from gpurepro.verdict.measured import how_measured
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import (
@@ -273,3 +274,20 @@ def test_an_interval_over_one_processs_reps_widens_to_the_between_process_spread
     assert near.status == "inconclusive at one process" and "one process a side" in near.detail
     tables["sgemm"].loc[tables["sgemm"]["n"] == 25536, "value"] = [0.995, 0.994, 0.996]
     assert evaluate([plateau], tables, HARDWARE)[0].result == WITHIN
+
+
+def test_the_pages_open_with_how_it_was_measured(tmp_path: Path) -> None:
+    results = tmp_path / "h100"
+    _sidecar(results / "ddp" / "raw", "gpus1")
+    measured = how_measured(results, None)
+    read = outcome(
+        hfta_claim(expected={"min": 8, "max": 11}), {"hfta_speedup": speedups(11.95, 10.2, 13.1)}, tmp_path
+    )
+    here = Here.of({"hfta_speedup": speedups(11.95, 10.2, 13.1)})
+    page = render.markdown([read], "h100", here, measured, "2026-11-27 07:00")
+    assert "## How it was measured" in page and "- Commit: 0123456789ab (dirty)" in page
+    assert "- Plan: not recorded" in page and "- Verdict drawn 2026-11-27 07:00 (UTC)" in page
+    assert "| 3 and 2 processes | direction holds, magnitude inconclusive at 3 and 2 processes |" in page
+    html = render.to_html([read], "h100", here, measured, "2026-11-27 07:00")
+    assert "<li>torch 2.11.0+cu130, CUDA 13.0, driver 580.1 (CUDA 13.0)</li>" in html
+    assert "- Processes (raw files) per study: ddp 1" in render.landing_page([read], "h100", here, measured)

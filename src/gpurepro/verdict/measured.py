@@ -44,7 +44,7 @@ class HowMeasured:
             f"Commit: {listed(self.commits)}",
             f"torch {listed(self.torch)}, CUDA {listed(self.cuda)}, driver {listed(self.drivers)}",
             f"Measured {self.first or '?'} to {self.last or '?'} (UTC)",
-            f"GPUs: {listed(self.gpus)}",
+            f"GPUs: {listed(self.gpus) if self.gpus else 'none (the CPU)'}",
             f"Processes (raw files) per study: {studies or 'none'}; each claim names the processes behind "
             "each side of its figure",
         ]

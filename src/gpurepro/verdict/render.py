@@ -167,7 +167,7 @@ def describe_here(here: Here) -> str:
 def describe_measured(measured: HowMeasured | None, drawn: str) -> list[str]:
     """How the run was measured, one line each, and when the verdict was drawn."""
     lines = (measured or HowMeasured()).lines()
-    return [*lines, f"Verdict drawn {drawn} (UTC)"]
+    return [*lines, f"Verdict drawn {drawn} (UTC)"] if drawn else lines
 
 
 def _cell(text: str) -> str:
