@@ -27,6 +27,7 @@ include: "workflow/rules/hfta.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/profiling.smk"
 include: "workflow/rules/reference.smk"
+include: "workflow/rules/more_processes.smk"
 # Last: the verdict, runtimes and combined tables collect the tables and plots of the studies above.
 include: "workflow/rules/report.smk"
 # Not in `all`: this run against another (snakemake compare --config compare_with=<results folder>).

@@ -147,11 +147,14 @@ def test_a_dry_run_estimates_only_the_jobs_it_planned(workflow_copy: Path) -> No
     one_figure = _dry_run(
         workflow_copy, "plot_bert", "--cores", "16", "--config", "device=h100", "quick=true"
     )
-    # three BERT points, each in three processes (the h100 profile's quick host-paced repeats)
-    assert "gpurepro: 11 jobs planned, about" in one_figure
+    # three BERT points, each in three processes (the h100 profile's quick repeats), their first round of
+    # more processes (its tables and checkpoint), the table and the figure; no DeiT or HFTA point
+    assert "gpurepro: 13 jobs planned, about" in one_figure
     assert (
         "measurements: inference 9 jobs" in one_figure and "hfta" not in one_figure.split("jobs planned")[1]
     )
+    # the worst case of the rounds of more processes: BERT's cap alone (quick: 2 a family of points)
+    assert "at worst 2 more processes where claims stay inconclusive" in one_figure
 
 
 def test_the_full_h100_plan_fits_a_gpu_day(workflow_copy: Path) -> None:

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from gpurepro import nvml, profiles, provenance  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
 from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
+from gpurepro.more_processes import read_plan  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
 from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
 
@@ -249,6 +250,51 @@ def previous_inference_round(family):
     shape = INFERENCE_FAMILIES[family]
     raw = f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv"
     return lambda wildcards: rounds.previous_round(raw, shape["runs"], wildcards.run)
+
+
+# More processes where a claim needs them (more_processes.smk): GPU profiles only, as on the CPU every claim
+# is "not measured"; a quick run's own budget.
+MORE = {
+    **config["more_processes"],
+    **(config["more_processes"].get("quick", {}) if config["quick"] else {}),
+}
+MORE_ROUNDS = MORE["rounds"] if IS_GPU else 0
+MORE_DIR = f"{RESULTS}/more_processes"
+
+
+def extra_points(family, rounds):
+    """The points the first `rounds` extra rounds of a family (hfta, deit, bert) gave one more process,
+    round by round; the rounds end at the first that planned none. Each round's plan is read through
+    its checkpoint, so the jobs it asks for are planned once it has run."""
+    points = []
+    for extra_round in range(1, min(rounds, MORE_ROUNDS) + 1):
+        planned = checkpoints.more_processes.get(family=family, round=extra_round)
+        plan = read_plan(planned.output.plan)
+        if not plan:
+            break
+        points += plan
+    return points
+
+
+def family_raw(family, rounds, output="table"):
+    """Raw files (`output`: table or trace) of one family's points (hfta, deit, bert): its own rounds,
+    then the first `rounds` extra ones."""
+    if family == "hfta":
+        measured, own = rules.hfta_point.output, HFTA_RUNS
+    else:
+        measured = getattr(rules, f"infer_{family}").output
+        own = INFERENCE_FAMILIES[family]["runs"]
+    extra = [p["wildcards"] for p in extra_points(family, rounds)]
+    pattern = getattr(measured, output)
+    return [pattern.format(**point) for point in [*own, *extra]]
+
+
+def round_tables(family, round):
+    """The tables a family's claims are judged on before extra round `round`."""
+    tables = (
+        rules.hfta_round_tables if family == "hfta" else rules.inference_round_tables
+    )
+    return [path.format(family=family, round=round) for path in tables.output]
 
 
 def variability_raw(backend, gpu, run):

@@ -148,8 +148,9 @@ rule hfta_point:
 
 rule hfta:
     input:
-        tables=[rules.hfta_point.output.table.format(**point) for point in HFTA_RUNS],
-        traces=[rules.hfta_point.output.trace.format(**point) for point in HFTA_RUNS],
+        # the study's own rounds and any extra ones (more_processes.smk)
+        tables=lambda w: family_raw("hfta", MORE_ROUNDS),
+        traces=lambda w: family_raw("hfta", MORE_ROUNDS, "trace"),
     output:
         table=f"{RESULTS}/tables/hfta.csv",
         summary=f"{RESULTS}/tables/hfta_speedup.csv",

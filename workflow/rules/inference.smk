@@ -157,14 +157,14 @@ for family, shape in INFERENCE_FAMILIES.items():
 # The tables read each raw file's trace beside it (throttle reasons of the energy window), so traces
 # are inputs too.
 for family, shape in INFERENCE_FAMILIES.items():
-    measured = getattr(rules, f"infer_{family}").output
 
     rule:
         name:
             f"inference_{family}"
         input:
-            tables=expand(measured.table, zip, **shape["points"]),
-            traces=expand(measured.trace, zip, **shape["points"]),
+            # the family's own rounds and any extra ones (more_processes.smk)
+            tables=lambda w, family=family: family_raw(family, MORE_ROUNDS),
+            traces=lambda w, family=family: family_raw(family, MORE_ROUNDS, "trace"),
         output:
             table=f"{RESULTS}/tables/inference_{family}.csv",
             processes=f"{RESULTS}/tables/inference_{family}_processes.csv",

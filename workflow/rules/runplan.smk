@@ -49,15 +49,29 @@ def print_estimate():
         cooldown_scale=PROFILE.get("cooldown_scale", 1.0),
     )
     cores = planned_cores()
+    planned = jobs.from_dag(workflow.dag)
     found = estimate.estimate(
-        jobs.from_dag(workflow.dag),
+        planned,
         settings,
         Path(config["results_dir"]),
         cores,
         {} if CLUSTER else resource_capacity(),
     )
+    # one entry per family of points whose jobs are planned (more_processes.smk): its study
+    measured = {job.rule for job in planned}
+    families = {
+        "hfta_point": "hfta",
+        "infer_deit": "inference",
+        "infer_bert": "inference",
+    }
+    extra = estimate.ExtraProcesses(
+        tuple(study for rule, study in families.items() if rule in measured),
+        MORE["extra"],
+        MORE_ROUNDS,
+    )
     print(
-        estimate.describe(found, cores, settings.start_temperature_c), file=sys.stderr
+        estimate.describe(found, cores, settings.start_temperature_c, extra),
+        file=sys.stderr,
     )
 
 

@@ -62,6 +62,29 @@ def estimate(
     )
 
 
+@dataclass(frozen=True)
+class ExtraProcesses:
+    """The worst case of the rounds of more processes (more_processes.smk): they are planned only once a
+    claim is found inconclusive, so a dry-run cannot count them; `extra` caps them per family of points
+    (None: only the processes per point do, and `rounds` rounds of them)."""
+
+    studies: tuple[str, ...]  # the study of each family of points (hfta; inference twice: DeiT, BERT)
+    extra: int | None
+    rounds: int
+
+    def worst_case(self, found: Estimate) -> tuple[int, float]:
+        """Processes and seconds at most: each family's cap times its study's mean measuring job."""
+        if self.extra is None or not self.rounds:
+            return 0, 0.0
+        count, seconds = 0, 0.0
+        for study in self.studies:
+            jobs, total = found.studies.get(study, (0, 0.0))
+            if jobs:
+                count += self.extra
+                seconds += self.extra * total / jobs
+        return count, seconds
+
+
 def duration(seconds: float) -> str:
     """11 min 30 s, 2 h 05 min, 45 s."""
     seconds = round(seconds)
@@ -76,9 +99,14 @@ def _jobs(count: int) -> str:
     return f"{count} job{'s' * (count != 1)}"
 
 
-def describe(found: Estimate, cores: int, start_temperature_c: float | None = None) -> str:
+def describe(
+    found: Estimate,
+    cores: int,
+    start_temperature_c: float | None = None,
+    extra: ExtraProcesses | None = None,
+) -> str:
     """The lines the run prints (start_temperature_c: the GPU temperature the cool-downs were scaled
-    for, None where unknown)."""
+    for, None where unknown; extra: the rounds of more processes, whose worst case is added)."""
     if not found.jobs:
         return "gpurepro: nothing to run"
     basis = (
@@ -102,4 +130,14 @@ def describe(found: Estimate, cores: int, start_temperature_c: float | None = No
             else ""
         )
         lines.append(f"gpurepro: measurements: {studies}{waits}.")
+    if extra is not None and extra.rounds and found.studies:
+        count, seconds = extra.worst_case(found)
+        lines.append(
+            f"gpurepro: and at worst {count} more process{'es' * (count != 1)} where claims stay "
+            f"inconclusive (more_processes.extra {extra.extra} a family of points): about "
+            f"{duration(found.wall_s + seconds)} in all."
+            if count
+            else f"gpurepro: and, where claims stay inconclusive, up to {extra.rounds} rounds of one more "
+            "process for each point they read (more_processes.per_point caps a point)."
+        )
     return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""`gpurepro more-processes --study hfta --tables T.csv... --out round1.json`: after a study's rounds, the
+points its inconclusive claims read that get one more process each (the workflow's checkpoint reads the
+file and plans those jobs); an empty list ends the rounds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ..more_processes import Budget, claim_points, next_round, read_plan
+from ..more_processes.points import selections
+from ..profiles import project_root
+from ..results import ensure_absent
+from ..verdict.claims import load_claims
+from ..verdict.evaluate import evaluate
+from ..verdict.hardware import load_hardware
+from ..verdict.statuses import UNMEASURED, UNRESOLVED
+from .options import positive_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "more-processes",
+        help="the points an inconclusive claim reads that get one more process (one round)",
+        description="Judge the claims of one study on its tables as they stand. Every point a judged "
+        "claim reads that stands on fewer than 3 processes, and for each claim still inconclusive its "
+        "noisier side, get one more process, up to --per-point processes a point and --extra extra "
+        "processes in all.",
+    )
+    parser.add_argument("--study", required=True, help="the claims' study (hfta, inference)")
+    parser.add_argument("--tables", nargs="+", type=Path, required=True, help="the study's tables/<name>.csv")
+    root = project_root() / "config"
+    parser.add_argument("--claims", nargs="+", type=Path, default=[root / "expected"])
+    parser.add_argument("--hardware", type=Path, default=root / "hardware")
+    parser.add_argument("--gpus", type=int, help="GPUs the run had (as for `gpurepro verdict`)")
+    parser.add_argument("--per-point", type=positive_int, required=True, help="most processes of a point")
+    parser.add_argument("--extra", type=int, help="most extra processes in all rounds (default: no cap)")
+    parser.add_argument("--earlier", nargs="*", type=Path, default=[], help="the plans of the earlier rounds")
+    parser.add_argument("--out", type=Path, required=True, help="this round's plan (JSON)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ensure_absent(args.out)
+    hardware = load_hardware(args.hardware)
+    tables = {path.stem: pd.read_csv(path) for path in args.tables}
+    # the study's claims these tables answer (one family's: DeiT's tables do not judge BERT's claims)
+    claims = [
+        claim
+        for claim in load_claims(args.claims, None, hardware)
+        if claim.study == args.study and all(s.table in tables for s in selections(claim))
+    ]
+    spent = sum(len(read_plan(path)) for path in args.earlier)
+    budget = Budget(args.per_point, args.extra, spent)
+    outcomes = evaluate(claims, tables, hardware, args.gpus)
+    waiting = [o for o in outcomes if o.grade == UNRESOLVED]
+    judged = [claim_points(o.claim, tables) for o in outcomes if o.grade != UNMEASURED]
+    points = next_round([claim_points(o.claim, tables) for o in waiting], budget, judged)
+    for outcome in waiting:
+        print(f"inconclusive: {outcome.claim.id}: {outcome.detail}", file=sys.stderr)
+    plan = {
+        "round": len(args.earlier) + 1,
+        "inconclusive": [o.claim.id for o in waiting],
+        "spent_before": spent,
+        "points": [{"study": p.study, "wildcards": p.next_run()} for p in points],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(plan, indent=1) + "\n")
+    print(
+        f"round {plan['round']}: {len(waiting)} inconclusive claim(s), {len(points)} more process(es) "
+        f"({spent} run in earlier rounds; budget {budget.per_point} a point, "
+        f"{'no cap' if budget.extra is None else budget.extra} in all)",
+        file=sys.stderr,
+    )
+    return 0

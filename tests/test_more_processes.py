@@ -1,0 +1,115 @@
+"""More processes where a claim needs them: every point a judged claim reads is brought to three
+processes, an inconclusive claim's noisier side gets one more a round until the claim resolves, and the
+budget ends the rounds. Judged on made HFTA tables with the real verdict and the real command."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gpurepro import process_table
+from gpurepro.cli import main
+from gpurepro.hfta_study.summary import PROCESS_KEYS, speedups
+from gpurepro.more_processes import Budget, Point, next_round
+from tests.test_verdict import HARDWARE, relative_claim, write_claims
+
+SERIAL = (("b", "1"), ("net", "resnet18"), ("precision", "fp16"), ("scheme", "serial"), ("step", "stock"))
+FUSED = (("b", "32"), ("net", "resnet18"), ("precision", "fp16"), ("scheme", "hfta"), ("step", "stock"))
+
+
+def point(wildcards: tuple, runs: int, gsd: float = math.nan) -> Point:
+    return Point("hfta", wildcards, tuple(range(1, runs + 1)), gsd)
+
+
+def test_a_point_below_three_processes_gets_one_whether_or_not_its_claim_is_resolved() -> None:
+    short, full = point(SERIAL, 2, 1.1), point(FUSED, 3, 1.01)
+    chosen = next_round([], Budget(per_point=10), read=[[short, full]])
+    assert [p.wildcards for p in chosen] == [SERIAL] and chosen[0].next_run()["run"] == 3
+
+
+def test_an_inconclusive_claim_gives_its_noisier_side_one_more_process() -> None:
+    noisy, quiet = point(SERIAL, 3, 1.12), point(FUSED, 3, 1.02)
+    assert [p.wildcards for p in next_round([[quiet, noisy]], Budget(per_point=10))] == [SERIAL]
+
+
+def test_the_budget_ends_the_rounds() -> None:
+    noisy, quiet = point(SERIAL, 6, 1.12), point(FUSED, 4, 1.02)
+    assert [p.wildcards for p in next_round([[noisy, quiet]], Budget(per_point=6))] == [FUSED]
+    assert next_round([[point(SERIAL, 6), point(FUSED, 6)]], Budget(per_point=6)) == []
+    assert next_round([[noisy]], Budget(per_point=10, extra=3, spent=3)) == []
+
+
+def _hfta_rows(rates: dict[str, list[float]]) -> pd.DataFrame:
+    """One throughput row per process of serial at B=1 and the fused array at B=32."""
+    rows = []
+    for mode, values in rates.items():
+        for run, value in enumerate(values, start=1):
+            rows.append({
+                "study": "hfta", "profile": "h100", "device": "0", "gpu_name": "NVIDIA H100 80GB HBM3",
+                "workload": "resnet18", "batch_size": 128, "image_size": 64, "seq_len": 128,
+                "precision": "fp16", "mode": mode, "step": "stock", "b": 32 if mode == "hfta" else 1,
+                "run": run, "status": "ok", "reason": "", "metric": "throughput", "statistic": "value",
+                "value": value, "unit": "samples/s",
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _round(folder: Path, rates: dict[str, list[float]], claims: Path, hardware: Path, k: int) -> dict:
+    """Write the HFTA tables as they stand and run one round of `gpurepro more-processes` on them."""
+    table = _hfta_rows(rates)
+    paths = {
+        "hfta": table,
+        "hfta_speedup": speedups(table),
+        "hfta_processes": process_table.summarise(table, PROCESS_KEYS),
+    }
+    tables = folder / f"round{k}"
+    tables.mkdir()
+    for name, frame in paths.items():
+        frame.to_csv(tables / f"{name}.csv", index=False)
+    earlier = [str(folder / f"round{j}.json") for j in range(1, k)]
+    plan = folder / f"round{k}.json"
+    args = ["more-processes", "--study", "hfta", "--claims", str(claims), "--hardware", str(hardware)]
+    args += ["--tables", *(str(p) for p in sorted(tables.iterdir())), "--per-point", "10", "--out", str(plan)]
+    assert main([*args, "--earlier", *earlier]) == 0
+    return json.loads(plan.read_text())
+
+
+@pytest.fixture
+def hardware(tmp_path: Path) -> Path:
+    import yaml
+
+    folder = tmp_path / "hardware"
+    folder.mkdir()
+    for gpu, entry in HARDWARE.items():
+        (folder / f"{gpu}.yaml").write_text(yaml.safe_dump(entry))
+    return folder
+
+
+def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware: Path) -> None:
+    """A speedup near 2x, claimed 2-4x: over three noisy serial processes its interval straddles 2, so
+    serial (the noisier side) gets a fourth process, then more; once the interval clears 2 the claim is
+    resolved and the rounds end."""
+    claim = relative_claim(
+        measure={
+            "table": "hfta_speedup", "metric": "speedup", "statistic": "max", "reduce": "each",
+            "where": {"baseline": "serial", "step": "stock", "baseline_step": "stock"},
+            "interval": {"low": "max_ci_low", "high": "max_ci_high"},
+        },
+        tolerance={"relative": 0.0, "why": "made tables"},
+    )  # fmt: skip
+    claims = write_claims(tmp_path / "claims", claim)
+    rates = {"serial": [10_000.0, 13_000.0, 8_000.0], "hfta": [21_500.0, 21_400.0, 21_600.0]}
+    first = _round(tmp_path, rates, claims, hardware, 1)
+    assert first["inconclusive"] == ["speedup"]
+    assert [p["wildcards"] for p in first["points"]] == [
+        {"b": "1", "net": "resnet18", "precision": "fp16", "scheme": "serial", "step": "stock", "run": 4}
+    ]
+    # after more rounds the serial processes agree: the interval narrows above 2
+    rates["serial"] = [10_000.0, 10_400.0, 10_050.0, 10_200.0]
+    rates["hfta"] += [21_500.0]
+    second = _round(tmp_path, rates, claims, hardware, 2)
+    assert second["inconclusive"] == [] and second["points"] == []
