@@ -167,6 +167,9 @@ def test_a_plateau_needs_three_sizes_and_a_ratio_to_the_best_has_no_upper_end() 
     nan = float("nan")
     three = {8192: (0.98, 0.97, 0.99), 16384: (0.995, 0.99, 1.0), 25536: (1.0, nan, nan)}
     assert evaluate([plateau], _sweep(three), HARDWARE)[0].result == WITHIN
+    # no SGEMM study: not measured, with the rule that makes its table
+    other_study = {"ddp": pd.DataFrame([{"gpu_name": H100}])}
+    assert evaluate([plateau], other_study, HARDWARE)[0].detail.startswith("table absent")
     # a smaller size runs 10% faster: N=25536 is off the plateau
     three[25536] = (0.9, 0.89, 0.91)
     assert evaluate([plateau], _sweep(three), HARDWARE)[0].grade == "not held"

@@ -154,7 +154,7 @@ class _Judge:
                 f"{self.here.gpu_count} here ({population.why})"
             )
         sweep = claim.needs_sweep
-        if sweep is not None:
+        if sweep is not None and claim.measure.table in self.tables:  # else: not measured, saying why
             values = swept(claim.measure, sweep.column, self.tables)
             if len(values) < sweep.at_least:
                 shown = ", ".join(f"{v:g}" if isinstance(v, float | int) else str(v) for v in values)
