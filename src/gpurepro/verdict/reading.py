@@ -55,7 +55,9 @@ def read(
         raise NotMeasured(f"{selection.describe()} has no value (the measurement recorded none)")
     intervals = _intervals(selection, study, tables, rules or {}, rows)
     processes = _processes(rows)
-    counts = _counts(rows.iloc[0], processes[0] if processes else None)
+    counts = _fewest(
+        [_counts(row, processes[i] if processes else None) for i, (_, row) in enumerate(rows.iterrows())]
+    )
     if selection.reduce == "each":
         return Values([float(v) for v in values], units[0], intervals, processes, counts)
     if selection.reduce == "single":
@@ -67,6 +69,18 @@ def read(
         return Values([float(values.iloc[0])], units[0], intervals, processes, counts)
     reduced = float(getattr(values.dropna(), selection.reduce)())
     return Values([reduced], units[0], None)
+
+
+def _fewest(per_row: list[tuple[int | None, ...]]) -> tuple[int | None, ...]:
+    """The processes behind each side over several rows (reduce: each): the fewest, which the least
+    resolved row stands on; unknown where any row does not say."""
+    sides = {len(counts) for counts in per_row}
+    if len(sides) != 1:
+        return (None,)
+    return tuple(
+        None if any(count is None for count in side) else min(side)  # type: ignore[type-var]
+        for side in zip(*per_row, strict=True)
+    )
 
 
 def _counts(row: pd.Series, processes: dict[int, float] | None) -> tuple[int | None, ...]:
