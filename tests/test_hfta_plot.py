@@ -150,6 +150,9 @@ def test_a_quick_run_shows_the_speedups_with_intervals_against_the_papers_range(
     assert sorted(_held_ends(speedups)) == pytest.approx([1.25, 2.42])
     assert speedups.get_yscale() == "log"
     assert "speedups with no interval" not in _notes(fig)
+    said = {t.get_text() for t in speedups.texts}
+    assert {"11.8x (2:3)", "2.12x (2:2)"} <= said  # each with the processes behind its two sides
+    assert hfta_plot.COUNTS in _notes(fig)
 
 
 def test_a_quick_runs_legend_draws_no_line_for_a_mode_of_one_point() -> None:

@@ -57,6 +57,9 @@ DASHES = {"stock": "", "graphed": (4, 2), "compiled": (1, 1.5)}  # seaborn's das
 CLAIMS = "hfta"  # config/expected/hfta.yaml
 RANGE_COLUMNS = ["baseline", "low", "high", "across", "one_sided"]
 INTERVAL = "95% interval across processes"
+# The speedup table's processes behind the fused point and the baseline's, written beside each speedup.
+PROCESSES = ["processes", "baseline_processes"]
+COUNTS = "a speedup's (n:m): the processes behind the fused array's point and the baseline's"
 
 
 def paper_ranges() -> pd.DataFrame:
@@ -92,19 +95,20 @@ def paper_ranges() -> pd.DataFrame:
 
 def _speedup_points(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (precision, workload, baseline) of the stock-over-stock peak speedups: value, low,
-    high (NaN where a side ran in one process)."""
+    high (NaN where a side ran in one process), and the processes behind each side where the table says."""
+    keys, statistics = ["precision", "workload", "baseline"], ["max", "max_ci_low", "max_ci_high"]
     rows = summary[
         (summary["metric"] == "speedup")
         & (summary["step"] == STEP_STOCK)
         & (summary["baseline_step"] == STEP_STOCK)
-        & summary["statistic"].isin(["max", "max_ci_low", "max_ci_high"])
+        & summary["statistic"].isin(statistics)
     ]
     if rows.empty:
-        return pd.DataFrame(columns=["precision", "workload", "baseline", "max", "max_ci_low", "max_ci_high"])
-    wide = rows.pivot_table(
-        index=["precision", "workload", "baseline"], columns="statistic", values="value", dropna=False
-    )
-    return wide.reindex(columns=["max", "max_ci_low", "max_ci_high"]).reset_index().dropna(subset=["max"])
+        return pd.DataFrame(columns=[*keys, *statistics, *PROCESSES])
+    wide = rows.pivot_table(index=keys, columns="statistic", values="value", dropna=False)
+    wide = wide.reindex(columns=statistics).reset_index().dropna(subset=["max"])
+    counts = rows[rows["statistic"] == "max"].reindex(columns=[*keys, *PROCESSES])
+    return wide.merge(counts, on=keys, how="left")
 
 
 def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloads: list[str]) -> list[str]:
@@ -126,9 +130,15 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
             x, value, yerr=[np.maximum(below, 0), np.maximum(above, 0)], fmt=MARKERS[baseline],
             color=COLOURS[baseline], markersize=7, capsize=4, linestyle="none", elinewidth=1.4, zorder=3,
         )  # fmt: skip
-        for xi, v in zip(x, value, strict=True):
+        for xi, v, n, m in zip(x, value, these["processes"], these["baseline_processes"], strict=True):
+            counts = f" ({int(n)}:{int(m)})" if pd.notna(n) and pd.notna(m) else ""
             ax.annotate(
-                f"{v:.3g}x", (xi, v), xytext=(5, 0), textcoords="offset points", va="center", fontsize=8
+                f"{v:.3g}x{counts}",
+                (xi, v),
+                xytext=(5, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
             )
         published = ranges[ranges["baseline"] == baseline]
         for _, band in published.iterrows():
@@ -267,6 +277,8 @@ def plot(
             ticks_at(ax, sorted(int(b) for b in points["b"].unique()))
             if metric == "normalised_throughput":
                 ax.axhline(1.0, color="black", linewidth=0.6, zorder=1)
+    if speedup[PROCESSES].notna().all(axis=1).any():
+        notes.append(COUNTS)
     if no_interval:
         notes.append(f"speedups with no interval (a side ran in one process): {', '.join(no_interval)}")
     _legend(fig, points, steps, ranges)
