@@ -196,6 +196,17 @@ def test_the_a100_latency_is_marked_and_its_power_above_another_idle_is_only_nam
     assert "(deit-t 7 W, deit-s 11 W, deit-b 26 W, deit-b 0.114 J)" in notes
     assert "no CUDA context" in notes and "above active idle" in notes
     assert "A100 80GB published" in _legend(fig)  # the latency's mark
+    # a mark is no reading: off the A100 the verdict reads the eager batch-1 latency as the host's
+    assert (
+        "A100 80GB published deit-b 4.37 ms drawn as published: off the A100 80GB the verdict reads it as "
+        "host-bound (eager batch-1 latency is the host's" in notes
+    )
+
+
+def test_on_the_papers_gpu_a_mark_needs_no_off_paper_note() -> None:
+    table = quick_deit_table().assign(gpu_name="NVIDIA A100-SXM4-80GB")
+    fig = inference_plot.plot(table, "deit")
+    assert "drawn as published" not in _notes(fig)
 
 
 def test_a_published_figure_of_the_panels_own_basis_is_drawn_on_it() -> None:
@@ -205,7 +216,9 @@ def test_a_published_figure_of_the_panels_own_basis_is_drawn_on_it() -> None:
     references.loc[power, ["panel", "basis"]] = POWER
     fig = inference_plot.plot(quick_deit_table(), "deit", references)
     assert [value for _, value in _marks(_axes(fig)[POWER])] == pytest.approx([26.0])
-    assert "deit-b 26 W" not in _notes(fig)
+    notes = " ".join(_notes(fig).split())
+    assert "not drawn (deit-t 7 W, deit-s 11 W, deit-b 0.114 J)" in notes
+    assert "deit-b 4.37 ms, deit-b 26 W drawn as published" in notes and "as informational" in notes
 
 
 def test_published_figures_come_from_the_claims_file() -> None:

@@ -74,8 +74,11 @@ CLAIMS = "inference"  # config/expected/inference.yaml
 CLAIMS_VIEW = ("fp16", 1)
 WITHIN = ("ci_low", "ci_high")  # a within-process interval's statistics, where the table has them
 # `panel`: the panel a figure is drawn on, empty where none shares its basis (`basis` says which it has)
+# `paper`: the paper GPU's hardware entry; `off_paper`: how the verdict reads the figure off that GPU
+# ("host-bound", "informational"; "" where it is compared there too)
 REFERENCE_COLUMNS = [
-    "panel", "basis", "model", "seq_len", "precision", "batch_size", "mode", "value", "unit", "gpu", "claim"
+    "panel", "basis", "model", "seq_len", "precision", "batch_size", "mode", "value", "unit", "gpu", "claim",
+    "paper", "off_paper",
 ]  # fmt: skip
 NO_ENERGY = "power and energy above active idle: not reported by this device (no NVML or RAPL counter)"
 
@@ -126,6 +129,8 @@ def published(family: str) -> pd.DataFrame:
                 "unit": claim.unit,
                 "gpu": hardware[claim.gpus[0]].name,
                 "claim": claim.id,
+                "paper": hardware[claim.gpus[0]],
+                "off_paper": claim.off_paper_gpu.reading.replace("_", "-") if claim.off_paper_gpu else "",
             }
         )
     return pd.DataFrame(rows, columns=REFERENCE_COLUMNS)
@@ -248,6 +253,27 @@ def _not_drawn(references: pd.DataFrame) -> str:
     )
 
 
+def _off_paper(marks: pd.DataFrame, table: pd.DataFrame) -> str:
+    """Where this run is not on the paper's GPU, how the verdict reads the figures drawn (a mark beside a
+    point is no reading of it): an eager batch-1 latency there is the host's, not this GPU's."""
+    names = set(table.get("gpu_name", pd.Series(dtype=str)).dropna().astype(str))
+    read = marks[marks["off_paper"].astype(bool)]
+    read = read[[not any(gpu.matches(name) for name in names) for gpu in read["paper"]]]
+    if read.empty:
+        return ""
+    figures = ", ".join(f"{r.label} {r.value:.3g} {r.unit}" for r in read.itertuples())
+    readings = " and ".join(f"as {reading}" for reading in dict.fromkeys(read["off_paper"]))
+    gpus = ", ".join(sorted(set(read["gpu"])))
+    host = (
+        " (eager batch-1 latency is the host's; the CUDA-graph point, where measured, shows the GPU's share)"
+        if "host-bound" in readings
+        else ""
+    )
+    return (
+        f"{gpus} published {figures} drawn as published: off the {gpus} the verdict reads it {readings}{host}"
+    )
+
+
 def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = None) -> Figure:
     """Draw one family's figure from the tidy table of `gpurepro aggregate inference`. `references`: the
     published figures to mark (default: published(), the claims file's)."""
@@ -299,6 +325,9 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
         notes.append(f"{gpus} published figures ({points}): no point measured here to mark them by")
     if len(other_basis):
         notes.append(_not_drawn(other_basis))
+    off = _off_paper(references[references["label"].isin(labels)], table) if marked else ""
+    if off:
+        notes.append(off)
     span = f"{runs[0]}-{runs[-1]}" if len(runs) > 1 else str(runs[0])
     fig.legend(
         handles=handles, title=f"mode (median of {span} process{'es' if runs[-1] > 1 else ''})",
