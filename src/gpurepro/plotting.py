@@ -23,6 +23,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.axis import Axis  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
+from numpy.typing import ArrayLike  # noqa: E402
 
 from .profiles import project_root  # noqa: E402
 from .tables import pick  # noqa: E402
@@ -61,6 +62,16 @@ def shades(n: int) -> list:
 def iqr_rows(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The quartile rows of a metric, to be drawn as its median with IQR bars (see IQR)."""
     return table[(table["metric"] == metric) & table["statistic"].isin(IQR)]
+
+
+def yerr(value: ArrayLike, low: ArrayLike, high: ArrayLike) -> np.ndarray:
+    """The [below, above] bar lengths `Axes.errorbar` takes for points with interval ends: 0 where an end
+    is missing (a point from one process has no interval), never negative (a median outside a t-interval
+    of the geometric mean, or a published figure at the end of its accepted range)."""
+    value, low, high = (np.asarray(a, dtype=float) for a in (value, low, high))
+    below = np.where(np.isfinite(low), value - low, 0.0)
+    above = np.where(np.isfinite(high), high - value, 0.0)
+    return np.maximum([below, above], 0.0)
 
 
 def unit(table: pd.DataFrame, metric: str, statistic: str = "median") -> str:

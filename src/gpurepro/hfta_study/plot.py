@@ -36,6 +36,7 @@ from ..plotting import (
     plain_log_ticks,
     study_claims,
     ticks_at,
+    yerr,
 )
 from ..process_stats import across_processes
 from . import MODES, PRECISIONS, STEP_STOCK, WORKLOADS
@@ -124,10 +125,8 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
         x = np.array([workloads.index(w) for w in these["workload"]]) - width / 2 + step * (i + 0.5)
         value = these["max"].to_numpy(dtype=float)
         low, high = these["max_ci_low"].to_numpy(dtype=float), these["max_ci_high"].to_numpy(dtype=float)
-        below = np.where(np.isfinite(low), value - low, 0.0)
-        above = np.where(np.isfinite(high), high - value, 0.0)
         ax.errorbar(
-            x, value, yerr=[np.maximum(below, 0), np.maximum(above, 0)], fmt=MARKERS[baseline],
+            x, value, yerr=yerr(value, low, high), fmt=MARKERS[baseline],
             color=COLOURS[baseline], markersize=7, capsize=4, linestyle="none", elinewidth=1.4, zorder=3,
         )  # fmt: skip
         for xi, v, n, m in zip(x, value, these["processes"], these["baseline_processes"], strict=True):

@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..errors import GpureproError
-from ..plotting import failures, figure, finish, not_reported, nothing_ran, study_claims
+from ..plotting import failures, figure, finish, not_reported, nothing_ran, study_claims, yerr
 from ..process_stats import across_processes
 from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
@@ -193,10 +193,8 @@ def _draw(
             continue
         x = np.array([labels.index(label) for label in these["label"]]) - width / 2 + step * (i + 0.5)
         value = these["value"].to_numpy()
-        below = np.where(np.isfinite(these["low"]), value - these["low"], 0.0)
-        above = np.where(np.isfinite(these["high"]), these["high"] - value, 0.0)
         ax.errorbar(
-            x, value, yerr=[np.maximum(below, 0), np.maximum(above, 0)], fmt=MARKERS[i % len(MARKERS)],
+            x, value, yerr=yerr(value, these["low"], these["high"]), fmt=MARKERS[i % len(MARKERS)],
             color=colours[mode], markersize=7, capsize=4, linestyle="none", elinewidth=1.4,
         )  # fmt: skip
     for _, mark in marks.iterrows():

@@ -23,7 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..plotting import failures, finish, not_reported, nothing_ran, study_claims, ticks_at
+from ..plotting import failures, finish, not_reported, nothing_ran, study_claims, ticks_at, yerr
 from ..process_stats import across_processes
 from ..tables import pick
 
@@ -146,10 +146,9 @@ def _bars(ax: Axes, points: pd.DataFrame, colour: str) -> None:
     """Each measured point's bars (none where it has none)."""
     points = points.dropna(subset=["low", "high"])
     if len(points):
-        below = (points["value"] - points["low"]).clip(lower=0)
-        above = (points["high"] - points["value"]).clip(lower=0)
-        ax.errorbar(points["gpus"], points["value"], yerr=[below, above], fmt="none", ecolor=colour,
-                    capsize=4, elinewidth=1.2, zorder=3)  # fmt: skip
+        bars = yerr(points["value"], points["low"], points["high"])
+        ax.errorbar(points["gpus"], points["value"], yerr=bars, fmt="none", ecolor=colour, capsize=4,
+                    elinewidth=1.2, zorder=3)  # fmt: skip
 
 
 def _marks(grid: sns.FacetGrid, marks: pd.DataFrame, counts: list[int]) -> list[str]:
@@ -166,7 +165,7 @@ def _marks(grid: sns.FacetGrid, marks: pd.DataFrame, counts: list[int]) -> list[
             ax = grid.axes_dict[panel]
             x = rows["gpus"] * 1.06 ** (i + 1)  # beside the measured point on the log axis
             ax.errorbar(
-                x, rows["value"], yerr=[rows["value"] - rows["low"], rows["high"] - rows["value"]],
+                x, rows["value"], yerr=yerr(rows["value"], rows["low"], rows["high"]),
                 fmt=marker, color="black", markersize=6, capsize=3, elinewidth=1, linestyle="none", zorder=4,
             )  # fmt: skip
         how = (
