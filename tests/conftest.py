@@ -30,12 +30,25 @@ needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"needs an NVIDIA GPU: {NO_G
 INSTALL_HINT = "pip install -e '.[test]'"
 
 
+def _backend_flags(torch: ModuleType) -> dict[tuple[object, str], object]:
+    """The torch backend flags that steer which kernels run, and so the numerics: (module, name) -> value."""
+    backends = torch.backends
+    names = {
+        backends.cudnn: ("benchmark", "deterministic", "allow_tf32"),
+        backends.cuda.matmul: ("allow_tf32",),
+        backends.mkldnn: ("enabled",),
+    }
+    return {(module, name): getattr(module, name) for module, group in names.items() for name in group}
+
+
 @pytest.fixture(autouse=True)
 def same_start() -> Iterator[None]:
     """Every test starts from the same process state, whichever tests ran before it (CI shuffles them):
     the global random generators seeded alike, so a test that draws unseeded values (torch.randn
-    without a generator) draws the same ones in any order; and torch's thread count, the CPU affinity
-    and the working folder that a test or an in-process command changed are put back."""
+    without a generator) draws the same ones in any order; and torch's thread count, its backend flags
+    (an in-process training command turns cuDNN's benchmark mode on, under which a fused array's "auto"
+    convolution form is picked by timing, and TF32 off), the CPU affinity and the working folder that a
+    test changed are put back."""
     random.seed(0)
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed(0)
@@ -43,11 +56,15 @@ def same_start() -> Iterator[None]:
     if torch is not None:
         torch.manual_seed(0)  # (a torch imported later starts from its own fixed default seed)
     threads = torch.get_num_threads() if torch is not None else None
+    flags = _backend_flags(torch) if torch is not None else {}
     affinity, cwd = os.sched_getaffinity(0), os.getcwd()
     yield
     torch = sys.modules.get("torch")
     if torch is not None and threads is not None and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+    for (module, name), value in flags.items():
+        if getattr(module, name) != value:
+            setattr(module, name, value)
     if os.sched_getaffinity(0) != affinity:
         os.sched_setaffinity(0, affinity)
     if os.getcwd() != cwd:

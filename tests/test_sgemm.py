@@ -70,7 +70,7 @@ def test_cli_writes_raw_trace_and_provenance(tmp_path: Path) -> None:
     assert "idle" in set(samples["phase"])  # reps this short may fall between samples
     meta = json.loads(out.with_name("torch_n128.provenance.json").read_text())
     assert meta["profile"] == "cpu" and meta["config_hash"] == "abc"
-    assert meta["measurement"]["telemetry"]["achieved_rate_hz"] > 50
+    assert 0 < meta["measurement"]["telemetry"]["achieved_rate_hz"] <= 105  # how many: the host's to say
     assert (
         "git" in meta
         and "software" in meta

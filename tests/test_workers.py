@@ -149,4 +149,5 @@ def test_workers_that_run_too_long_are_given_up_on() -> None:
     start = time.monotonic()
     with pytest.raises(launcher.PointOutcome, match="processes did not finish within 1 s"):
         launcher.run_processes(_tiny(10**9), 2, timeout_s=1)
-    assert time.monotonic() - start < 30 and not _workers()
+    # 10**9 steps would take days: well under the 10-minute mark is giving up, on any host
+    assert time.monotonic() - start < 600 and not _workers()
