@@ -118,6 +118,7 @@ def test_gpus_are_told_apart_by_uuid_when_every_job_measures_gpu_0() -> None:
         (0, "1", 2, "GPU-a", False),  # a local CUDA_VISIBLE_DEVICES=1 with GPU 0 asked for
         (0, "GPU-a", 4, "GPU-a1234", True),
         (0, "GPU-b", 4, "GPU-a1234", False),
+        (2, "GPU-c", 4, "GPU-c99", True),  # a node job's process: host GPU 2 alone, by its UUID (CUDA's 0)
         (1, "0", 2, "GPU-b", False),  # CUDA sees one GPU: there is no GPU 1
         (0, "MIG-1234", 4, "GPU-a", True),  # nothing to compare
     ],

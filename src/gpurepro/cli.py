@@ -8,6 +8,7 @@ import sys
 from . import __version__, nvml
 from .commands import (
     aggregate,
+    campaign,
     compare,
     container,
     data,
@@ -39,6 +40,7 @@ SUBCOMMANDS = [
     reference,
     verdict,
     more_processes,
+    campaign,
     compare,
     pack,
     profile,

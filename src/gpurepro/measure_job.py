@@ -49,18 +49,37 @@ class JobSettings:
 class Target:
     """Where a job runs: a GPU index or the CPU, and the profile its results are filed under."""
 
-    gpu_index: int | None
+    gpu_index: int | None  # NVML's (the host's) index: telemetry, provenance and file names use it
     profile: dict[str, Any]
     device_mismatch: str | None
+    visible_index: int | None = None  # CUDA's index of the GPU where it differs from NVML's (below)
+
+    @property
+    def cuda_index(self) -> int | None:
+        """The index CUDA (torch, the kernels) knows the GPU by."""
+        return self.gpu_index if self.visible_index is None else self.visible_index
 
     @property
     def torch_device(self) -> str:
-        return "cpu" if self.gpu_index is None else f"cuda:{self.gpu_index}"
+        return "cpu" if self.gpu_index is None else f"cuda:{self.cuda_index}"
 
     @property
     def where(self) -> str:
         """How messages name it: 'GPU 1' (the host's index) or 'CPU'."""
         return "CPU" if self.gpu_index is None else f"GPU {self.gpu_index}"
+
+
+def _visible_entries(visible: str | None) -> list[str]:
+    return [entry.strip() for entry in (visible or "").split(",") if entry.strip()]
+
+
+def uuid_position(visible: str | None, nvml_uuid: str) -> int | None:
+    """Where CUDA_VISIBLE_DEVICES names this GPU by its UUID: CUDA's index for it (a campaign's node job
+    gives each of its processes only its own GPU so, and keeps the host's index for NVML), else None."""
+    for position, entry in enumerate(_visible_entries(visible)):
+        if entry.startswith("GPU-") and nvml_uuid.startswith(entry):
+            return position
+    return None
 
 
 def visible_device_mismatch(index: int, visible: str | None, nvml_count: int, nvml_uuid: str) -> str | None:
@@ -69,11 +88,12 @@ def visible_device_mismatch(index: int, visible: str | None, nvml_count: int, nv
     A job passes one index to CUDA (torch, the kernels) and to NVML (telemetry, energy). CUDA numbers only
     the GPUs CUDA_VISIBLE_DEVICES lists; NVML ignores the variable. They agree when it is unset; when NVML
     sees just the listed GPUs (a scheduler that hides the others from the job, as SLURM does with
-    ConstrainDevices=yes), in the same order; or when entry `index` names NVML's GPU `index`.
+    ConstrainDevices=yes), in the same order; when entry `index` names NVML's GPU `index`; or when an entry
+    names NVML's GPU `index` by its UUID, CUDA's index being then that entry's place (uuid_position).
     """
-    if visible is None:
+    if visible is None or uuid_position(visible, nvml_uuid) is not None:
         return None
-    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    entries = _visible_entries(visible)
     if index >= len(entries):
         return f"CUDA_VISIBLE_DEVICES='{visible}' leaves CUDA {len(entries)} GPU(s): there is no GPU {index}"
     entry = entries[index]
@@ -98,7 +118,7 @@ def resolve_target(gpu: int | str, profile_name: str | None, device_check: str) 
     """Pick or load the profile and stop (or warn) when the GPU found is not its model, or when CUDA and
     NVML would not be measuring the same GPU."""
     gpu_index = None if gpu == "cpu" else int(gpu)
-    info = None
+    info, visible_index = None, None
     if gpu_index is not None:
         try:
             with nvml.session():
@@ -106,9 +126,11 @@ def resolve_target(gpu: int | str, profile_name: str | None, device_check: str) 
                 count = nvml.device_count()
         except nvml.NvmlUnavailable as err:
             raise GpureproError(f"cannot measure on GPU {gpu_index}: {err}") from err
-        visible = visible_device_mismatch(gpu_index, os.environ.get("CUDA_VISIBLE_DEVICES"), count, info.uuid)
-        if visible:
-            raise GpureproError(visible)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        mismatch = visible_device_mismatch(gpu_index, visible, count, info.uuid)
+        if mismatch:
+            raise GpureproError(mismatch)
+        visible_index = uuid_position(visible, info.uuid)
     if profile_name is None:
         profile_name = pick_profile([info] if info else [])
     profile = load_profile(profile_name)
@@ -119,7 +141,7 @@ def resolve_target(gpu: int | str, profile_name: str | None, device_check: str) 
     mismatch = check_gpu_matches(profile, info, device_check)
     if mismatch:
         print(f"warning: {mismatch}; measuring anyway (device_check=warn)", file=sys.stderr)
-    return Target(gpu_index, profile, mismatch)
+    return Target(gpu_index, profile, mismatch, visible_index)
 
 
 def _begin(files: JobFiles, target: Target, describe: dict[str, Any]) -> dict[str, Any]:

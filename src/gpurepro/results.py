@@ -61,6 +61,14 @@ def write_raw(frame: pd.DataFrame, path: Path | str, provenance: dict[str, Any])
     return path
 
 
+def write_json(path: Path | str, record: dict[str, Any]) -> Path:
+    """Write a JSON record as a raw file is written: atomically, and never over an existing one."""
+    path = Path(path)
+    ensure_absent(path)
+    _publish(json.dumps(record, indent=2, default=str).encode(), path)
+    return path
+
+
 def read_sidecar(path: Path | str) -> dict[str, Any]:
     with sidecar_path(path).open() as fh:
         return json.load(fh)

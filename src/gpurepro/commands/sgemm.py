@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--backend {args.backend} needs --binary (build it: make -f kernels/Makefile)"
             )
         kernel = KernelSgemm(
-            args.binary, args.backend, args.n, args.reps, args.warmup, target.gpu_index, args.seed, args.mode
+            args.binary, args.backend, args.n, args.reps, args.warmup, target.cuda_index, args.seed, args.mode
         )
         prepare = kernel.workload
     describe = {"backend": args.backend, "n": args.n, "data_mode": args.mode, "run": args.run}

@@ -1,0 +1,39 @@
+"""A campaign's raw files to its tables: what `gpurepro campaign tables` writes and the benchmark times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import layout, tables
+
+# table name -> file name under the run's tables/ folder
+FILES = {"gpus": "campaign_gpus.csv", "summary": "campaign_summary.csv",
+         "outliers": "campaign_outliers.csv", "nodes": "campaign_nodes.csv"}  # fmt: skip
+
+
+def aggregate(raw: Path | str, campaign: str, nodes: list[str] | None = None) -> dict[str, pd.DataFrame]:
+    """Every table of a campaign. `nodes`: the nodes it asked for (all folders under raw/ if None), so a
+    node that was never tried is listed too. The nodes table has one row per try at each node, its
+    status and reason, and for the try that was read, its GPUs' spread and start-time skew."""
+    raw = Path(raw)
+    nodes = nodes if nodes is not None else sorted(p.name for p in raw.iterdir() if p.is_dir())
+    found = tables.summarise(layout.read_campaign(raw, nodes), campaign)
+    tries = layout.nodes_table(raw, nodes)
+    spreads = found.pop("node_spreads")
+    measured = spreads.drop(columns=["campaign"]).rename(columns={"profile": "profile_measured"})
+    tries = tries.merge(measured, on="node", how="left")
+    tries.loc[~(tries["current"] & (tries["status"] == "measured")), measured.columns.drop("node")] = None
+    found["nodes"] = tries.assign(campaign=campaign)
+    return found
+
+
+def write(found: dict[str, pd.DataFrame], folder: Path | str) -> list[Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, file in FILES.items():
+        found[name].to_csv(folder / file, index=False)
+        paths.append(folder / file)
+    return paths

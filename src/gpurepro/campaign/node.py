@@ -1,0 +1,146 @@
+"""A node job: every selected GPU of this node measured at once, so no card meets a different neighbour,
+heat or host load than the others.
+
+For each run, one process per GPU (worker.py, started by spawn) is given only its own GPU through
+CUDA_VISIBLE_DEVICES (its UUID), so each process times on its GPU and makes no context on another; it
+keeps the host's NVML index for telemetry and its records. The processes meet at a barrier once their
+imports are done and start `gpurepro sgemm` together, each with the same backend, N and reps; the time
+each was let go is recorded. The next run starts when every process of this one has ended; each run
+begins with the harness's cool-down (telemetry.cooldown_max_wait_s), so runs follow each other cooled.
+
+On the cpu profile, `stand_ins` processes measure the CPU side by side, each filed as a GPU of its own
+(gpu0, gpu1, ...): the same code path, where a machine has no GPU.
+
+The node's record (layout.py) names each GPU by the node's hostname, its NVML index, UUID, serial, PCI
+bus id, VBIOS, power limit and driver. A GPU that is asked for and absent, or a process that fails,
+makes the record `failed` with the reason; the job still ends well, so the campaign goes on with the
+other nodes, and the next run tries this node again in a new attempt folder.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import nvml
+from . import layout, worker
+
+LOG_TAIL_CHARS = 600  # of a failed process's log, in the node's record
+
+
+@dataclass(frozen=True)
+class NodeJob:
+    n: int
+    reps: int
+    runs: int
+    backend: str
+    gpus: list[int]  # NVML indices; empty on the cpu profile (stand-ins instead)
+    out_dir: Path  # the attempt folder: raw files and node.json
+    log_dir: Path
+    stand_ins: int = 0  # processes measuring the CPU, on the cpu profile
+    sgemm_args: list[str] = field(default_factory=list)  # further options of `gpurepro sgemm`
+    barrier_timeout_s: float = 600.0
+
+    @property
+    def devices(self) -> list[str]:
+        """How each process's files name its device: the NVML index, or the stand-in's number."""
+        return [str(g) for g in self.gpus] if self.gpus else [str(k) for k in range(self.stand_ins)]
+
+
+def _vbios(index: int) -> str | None:
+    import pynvml
+
+    return nvml.optional(lambda: pynvml.nvmlDeviceGetVbiosVersion(nvml.handle(index)))
+
+
+def identities(job: NodeJob, hostname: str) -> list[dict[str, Any]]:
+    """Each GPU's identity (raises NvmlUnavailable or an NVML error for a GPU that is not there)."""
+    if not job.gpus:
+        return [{"index": k, "uuid": f"cpu-{hostname}-{k}", "name": "cpu (stand-in)"}
+                for k in range(job.stand_ins)]  # fmt: skip
+    found = []
+    with nvml.session():
+        count = nvml.device_count()
+        for index in job.gpus:
+            if index >= count:
+                raise LookupError(f"GPU {index} is not on this node: NVML finds {count} GPU(s)")
+            info = nvml.gpu_info(index).as_dict()
+            found.append({**info, "index": index, "vbios": _vbios(index)})
+    return found
+
+
+def _argv(job: NodeJob, device: str, run: int) -> list[str]:
+    table = job.out_dir / layout.raw_name(job.backend, device, run)
+    gpu = device if job.gpus else "cpu"
+    trace = table.with_suffix(".telemetry.csv")
+    return ["sgemm", str(job.n), str(job.reps), gpu, "--backend", job.backend, "--run", str(run),
+            "--out", str(table), "--trace-out", str(trace), *job.sgemm_args]  # fmt: skip
+
+
+def _log_tail(path: Path) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return text[-LOG_TAIL_CHARS:].strip()
+
+
+def run_together(job: NodeJob, run: int, gpus: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
+    """One run on every device at once: the time each process left the barrier, and why any failed."""
+    context = multiprocessing.get_context("spawn")
+    barrier, started = context.Barrier(len(job.devices)), context.Queue()
+    processes = {}
+    for device, gpu in zip(job.devices, gpus, strict=True):
+        log = job.log_dir / f"gpu{device}_run{run}.log"
+        visible = gpu["uuid"] if job.gpus else None
+        args = (_argv(job, device, run), visible, str(log), barrier, started, device, job.barrier_timeout_s)
+        processes[device] = (context.Process(target=worker.measure, args=args), log)
+    for process, _ in processes.values():
+        process.start()
+    for process, _ in processes.values():
+        process.join()
+    times: dict[str, float] = {}
+    while len(times) < len(processes) and not started.empty():
+        device, at = started.get(timeout=5)
+        times[device] = at
+    failures = [
+        f"device {device} run {run} exited {process.exitcode}: {_log_tail(log)}"
+        for device, (process, log) in processes.items()
+        if process.exitcode != 0
+    ]
+    return times, failures
+
+
+def measure_node(job: NodeJob) -> dict[str, Any]:
+    """Measure the node, write its record, and return it."""
+    hostname = socket.gethostname()
+    job.out_dir.mkdir(parents=True, exist_ok=True)
+    job.log_dir.mkdir(parents=True, exist_ok=True)
+    settings = {"n": job.n, "reps": job.reps, "runs": job.runs, "backend": job.backend,
+                "sgemm_args": job.sgemm_args}  # fmt: skip
+    record: dict[str, Any] = {"hostname": hostname, "settings": settings, "gpus": [], "runs": []}
+    try:
+        gpus = identities(job, hostname)
+    except Exception as err:  # NVML's errors are many classes: each means a GPU asked for is not there
+        return _write(job, {**record, "status": "failed", "reason": f"GPUs {job.gpus}: {err}"})
+    record["gpus"] = gpus
+    for run in range(1, job.runs + 1):
+        print(f"run {run}/{job.runs}: {len(gpus)} device(s) at once on {hostname}", file=sys.stderr)
+        times, failures = run_together(job, run, gpus)
+        skew = max(times.values()) - min(times.values()) if times else float("nan")
+        record["runs"].append({"run": run, "start_times": times, "start_skew_s": skew})
+        for gpu, device in zip(gpus, job.devices, strict=True):
+            gpu.setdefault("start_time", times.get(device))
+            gpu.setdefault("start_times", []).append(times.get(device))
+        if failures:
+            return _write(job, {**record, "status": "failed", "reason": "; ".join(failures)})
+    return _write(job, {**record, "status": "measured", "reason": ""})
+
+
+def _write(job: NodeJob, record: dict[str, Any]) -> dict[str, Any]:
+    record["recorded"] = time.time()
+    layout.write_record(job.out_dir, record)
+    print(f"node {record['hostname']}: {record['status']} {record['reason']}".strip(), file=sys.stderr)
+    return record

@@ -1,0 +1,92 @@
+"""Campaign against campaign: is a slow GPU slow again?
+
+Two campaigns' per-GPU tables (campaign_gpus.csv) are matched GPU by GPU on the UUID (a card keeps it
+when it moves to another node or slot), per backend and N. Across the GPUs both measured: Spearman's
+rank correlation of their rates relative to their own cluster's median, with a seeded bootstrap
+interval over the GPUs (near 1: the same cards are slow again; near 0: which card is slow was noise).
+Per GPU: its relative rate in each, the ratio B/A with an interval from each side's interval (the ends
+of the ratio of the ends, so it covers at least as well as they do), and `changed` where that interval
+excludes 1: the card's standing in its cluster moved beyond its reps' noise. A whole cluster made faster
+or slower (a driver, a clock policy) moves no card's standing; `rate_ratio` shows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..campaign.intervals import spearman_interval
+from ..campaign.tables import wide_gpus
+from ..tables import single
+
+KEYS = ["backend", "n"]
+
+
+def match_gpus(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """One row per GPU (by UUID) of either campaign, with each side's node, rates and outlier flag;
+    `in` says which side measured it (both, a, b)."""
+    columns = [*KEYS, "gpu_uuid", "node", "gpu", "rate_median", "rate_ci_low", "rate_ci_high",
+               "relative_rate", "relative_rate_ci_low", "relative_rate_ci_high", "outlier"]  # fmt: skip
+    sides = [wide_gpus(table)[columns] for table in (a, b)]
+    matched = sides[0].merge(sides[1], on=[*KEYS, "gpu_uuid"], how="outer", suffixes=("_a", "_b"),
+                             indicator="in")  # fmt: skip
+    matched["in"] = matched["in"].map({"both": "both", "left_only": "a", "right_only": "b"}).astype(str)
+    both = matched["in"] == "both"
+    matched["rate_ratio"] = matched["rate_median_b"] / matched["rate_median_a"]
+    matched["relative_ratio"] = matched["relative_rate_b"] / matched["relative_rate_a"]
+    matched["relative_ratio_ci_low"] = matched["relative_rate_ci_low_b"] / matched["relative_rate_ci_high_a"]
+    matched["relative_ratio_ci_high"] = matched["relative_rate_ci_high_b"] / matched["relative_rate_ci_low_a"]
+    matched["changed"] = both & (
+        (matched["relative_ratio_ci_low"] > 1) | (matched["relative_ratio_ci_high"] < 1)
+    )
+    matched["moved"] = both & (matched["node_a"] != matched["node_b"])
+    matched["slow_in_both"] = (matched["outlier_a"] == "slow") & (matched["outlier_b"] == "slow")
+    return matched
+
+
+def summarise(matched: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and N: the GPUs each side had, the rank correlation with its interval, how many
+    changed standing, moved node, or were slow outliers in both."""
+    rows = []
+    for (backend, n), group in matched.groupby(KEYS, sort=True):
+        both = group[group["in"] == "both"]
+        found = spearman_interval(both["relative_rate_a"], both["relative_rate_b"])
+        keys = {"backend": backend, "n": int(n)}
+        figures = [
+            single("gpus", float(len(both)), "gpus", "matched"),
+            single("gpus", float((group["in"] == "a").sum()), "gpus", "only_a"),
+            single("gpus", float((group["in"] == "b").sum()), "gpus", "only_b"),
+            single("rank_correlation", found.value, "1", "spearman"),
+            single("rank_correlation", found.low, "1", "spearman_ci_low"),
+            single("rank_correlation", found.high, "1", "spearman_ci_high"),
+            single(
+                "rate_ratio", float(np.median(both["rate_ratio"])) if len(both) else np.nan, "1", "median"
+            ),
+            single("gpus", float(both["changed"].sum()), "gpus", "changed_standing"),
+            single("gpus", float(both["moved"].sum()), "gpus", "moved_node"),
+            single("gpus", float(both["slow_in_both"].sum()), "gpus", "slow_in_both"),
+        ]
+        rows += [{**keys, **row} for row in figures]
+    return pd.DataFrame(rows)
+
+
+def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
+    """Compare two campaigns' per-GPU tables; write the summary and the per-GPU matches into `out`."""
+    matched = match_gpus(pd.read_csv(a), pd.read_csv(b))
+    summary = summarise(matched)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "campaign_compare.csv", out / "campaign_compare_gpus.csv"]
+    summary.to_csv(paths[0], index=False)
+    matched.to_csv(paths[1], index=False)
+    lines = []
+    for (backend, n), group in summary.groupby(KEYS):
+        value = dict(zip(group["statistic"], group["value"], strict=True))
+        lines.append(
+            f"{backend} N={n}: {int(value['matched'])} GPUs matched by UUID, rank correlation "
+            f"{value['spearman']:.2f} [{value['spearman_ci_low']:.2f}, {value['spearman_ci_high']:.2f}], "
+            f"{int(value['changed_standing'])} changed standing, {int(value['slow_in_both'])} slow in both"
+        )
+    return paths, "; ".join(lines)
