@@ -221,6 +221,21 @@ def test_a_published_figure_of_the_panels_own_basis_is_drawn_on_it() -> None:
     assert "deit-b 4.37 ms, deit-b 26 W drawn as published" in notes and "as informational" in notes
 
 
+def test_a_bar_far_above_its_point_is_cut_and_says_where_it_ends() -> None:
+    """Two processes 2x apart (a CPU's eager latency): t = 12.7 takes the interval to hundreds of times
+    the point; the axis stops at CLIP times the highest point, and the bar says where it ends."""
+    rows = _rows(_point("deit", "deit-t", "eager", 1), 500.0, 3.0) + _rows(
+        _point("deit", "deit-t", "eager", 2), 1000.0, 3.0
+    )
+    fig = inference_plot.plot(pd.DataFrame(rows), "deit", inference_plot.published("deit"))
+    latency = _axes(fig)[LATENCY]
+    high = across_processes([500.0, 1000.0]).high
+    assert high > 10 * 1000 and latency.get_ylim()[1] == pytest.approx(750 * inference_plot.CLIP)
+    assert [t.get_text() for t in latency.texts if t.get_text().startswith("bar to")] == [
+        f"bar to {high:,.0f}"
+    ]
+
+
 def test_published_figures_come_from_the_claims_file() -> None:
     deit = inference_plot.published("deit").set_index("claim")
     assert deit.loc["deit-b-a100-latency-bs1-amp", "value"] == 4.37

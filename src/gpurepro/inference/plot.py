@@ -187,11 +187,13 @@ def _draw(
     the published figures as black bars across their model's group of points."""
     width = 0.7
     step = width / len(modes)
+    rows = rows.assign(x=np.nan)
     for i, mode in enumerate(modes):
         these = rows[rows["mode"] == mode]
         if these.empty:
             continue
         x = np.array([labels.index(label) for label in these["label"]]) - width / 2 + step * (i + 0.5)
+        rows.loc[these.index, "x"] = x  # where each point went, for a bar cut at the axis' top
         value = these["value"].to_numpy()
         ax.errorbar(
             x, value, yerr=yerr(value, these["low"], these["high"]), fmt=MARKERS[i % len(MARKERS)],
@@ -213,9 +215,25 @@ def _draw(
         ax.set_ylim(bottom=0)
     else:
         ax.axhline(0, color="grey", linewidth=0.6)
+    _clip_wide_bars(ax, rows, marks)
+
+
+def _clip_wide_bars(ax: Axes, rows: pd.DataFrame, marks: pd.DataFrame) -> None:
+    """Keep the points readable where an interval runs far above them (two processes a point: t = 12.7):
+    the axis ends at CLIP times the highest point or mark, and each bar cut there says where it ends."""
+    top = pd.concat([rows["value"], marks["value"]]).max() * CLIP
+    if not rows["high"].gt(top).any():
+        return
+    ax.set_ylim(top=top)
+    cut = rows[rows["high"] > top]
+    for x, high in zip(cut["x"], cut["high"], strict=True):
+        said = f"bar to {high:,.0f}" if high >= 1000 else f"bar to {high:.3g}"
+        ax.annotate(said, (x, top), xytext=(3, -3), textcoords="offset points", va="top", fontsize=7,
+                    rotation=90)  # fmt: skip
 
 
 MARKERS = ("o", "s", "D", "^", "v")
+CLIP = 3.0  # an axis reaches this many times its highest point; a longer bar is cut there and labelled
 ONE_RUN = (
     "one run per point: no interval across runs; the power's bars are its 95% interval within the run "
     "(a bootstrap over the energy window's sub-windows), latency and energy have none"
