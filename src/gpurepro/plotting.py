@@ -10,7 +10,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -25,12 +24,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
-from .profiles import project_root  # noqa: E402
 from .tables import pick  # noqa: E402
-
-if TYPE_CHECKING:
-    from .verdict.claims import Claim
-    from .verdict.hardware import Gpu
 
 sns.set_theme(
     context="notebook", style="whitegrid", palette="colorblind", font_scale=0.9,
@@ -43,7 +37,6 @@ MAX_POINTS = 12  # points named in one note
 # Statistics of a described metric that span its IQR: with estimator="median" and errorbar=("pi", 100),
 # seaborn draws the median and bars from p25 to p75 straight from the tidy rows.
 IQR = ["p25", "median", "p75"]
-EXPECTED = Path("config") / "expected"  # the claims files, one per paper (and the project's own checks)
 
 
 def figure(columns: int, rows: int = 1) -> tuple[Figure, list[Axes]]:
@@ -103,16 +96,6 @@ def plain_log_ticks(axis: Axis) -> None:
     axis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     axis.set_minor_formatter(NullFormatter())
-
-
-def study_claims(name: str) -> tuple[list[Claim], dict[str, Gpu]]:
-    """The claims of config/expected/<name>.yaml and the hardware table, through the verdict's own loader,
-    so that a figure marks the very numbers (computed, scaled) the verdict judges."""
-    from .verdict.claims import load_claims  # the verdict's modules: needed only where a figure marks claims
-    from .verdict.hardware import load_hardware
-
-    hardware = load_hardware()
-    return load_claims([project_root() / EXPECTED / f"{name}.yaml"], hardware=hardware), hardware
 
 
 def failures(points: pd.DataFrame, point: str) -> list[str]:

@@ -34,11 +34,11 @@ from ..plotting import (
     not_reported,
     nothing_ran,
     plain_log_ticks,
-    study_claims,
     ticks_at,
     yerr,
 )
 from ..process_stats import across_processes
+from ..verdict.published import study_claims
 from . import MODES, PRECISIONS, STEP_STOCK, WORKLOADS
 from .summary import BASELINES, speedups, step_order
 

@@ -25,8 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..errors import GpureproError
-from ..plotting import failures, figure, finish, not_reported, nothing_ran, study_claims, yerr
+from ..plotting import failures, figure, finish, not_reported, nothing_ran, yerr
 from ..process_stats import across_processes
+from ..verdict.published import study_claims
 from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
 FAMILY_TITLES = {"deit": "DeiT (timm)", "bert": "BERT for sequence classification (transformers)"}

@@ -23,9 +23,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..plotting import failures, finish, not_reported, nothing_ran, study_claims, ticks_at, yerr
+from ..plotting import failures, finish, not_reported, nothing_ran, ticks_at, yerr
 from ..process_stats import across_processes
 from ..tables import pick
+from ..verdict.published import study_claims
 
 # Panel: its y label, and how a measured point's value is written beside it.
 PANELS = {"throughput": ("images/s (all GPUs, warm-up excluded)", "{:,.0f}"),
