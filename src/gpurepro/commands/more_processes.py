@@ -15,7 +15,7 @@ from ..more_processes import Budget, claim_points, next_round, read_plan
 from ..more_processes.points import selections
 from ..profiles import project_root
 from ..results import ensure_absent
-from ..verdict.claims import load_claims
+from ..verdict.claims import REPRODUCTION, load_claims
 from ..verdict.evaluate import evaluate
 from ..verdict.hardware import load_hardware
 from ..verdict.statuses import UNMEASURED, UNRESOLVED
@@ -57,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
     spent = sum(len(read_plan(path)) for path in args.earlier)
     budget = Budget(args.per_point, args.extra, spent)
     outcomes = evaluate(claims, tables, hardware, args.gpus)
-    waiting = [o for o in outcomes if o.grade == UNRESOLVED]
+    # the papers' claims first, then the project's own regression checks: a budget spent stops the latter
+    waiting = sorted(
+        (o for o in outcomes if o.grade == UNRESOLVED), key=lambda o: o.claim.purpose != REPRODUCTION
+    )
     judged = [claim_points(o.claim, tables) for o in outcomes if o.grade != UNMEASURED]
     points = next_round([claim_points(o.claim, tables) for o in waiting], budget, judged)
     for outcome in waiting:
