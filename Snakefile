@@ -22,6 +22,8 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/kernels.smk"
 include: "workflow/rules/sgemm.smk"
 include: "workflow/rules/variability.smk"
+# Not in `all`: the variability study over the nodes of a cluster (snakemake campaign).
+include: "workflow/rules/campaign.smk"
 include: "workflow/rules/inference.smk"
 include: "workflow/rules/hfta.smk"
 include: "workflow/rules/train.smk"

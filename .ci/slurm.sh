@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real SLURM cluster on this one machine, from Debian's packages, for the `slurm` tests
 # (tests/test_slurm.py): munged, MariaDB and slurmdbd (so sacct reads real accounting), slurmctld, and
-# two slurmd, node1 with two stand-in GPUs declared as GRES (gpu:h100:2) and node2 without. Every file
+# three slurmd, node1 with two stand-in GPUs declared as GRES (gpu:h100:2), node2 and node3 without. A
+# campaign on the cpu profile measures stand-in "GPUs" (processes) on each node at once. Every file
 # it makes, configuration and state, lies under DIR. The daemons listen on the loopback address, but for
 # slurmdbd, which has no setting for it.
 #
@@ -21,19 +22,20 @@ dir=$2
 
 # The cluster's name; the tests submit only to a cluster of this name, never to a site's real one.
 CLUSTER=gpurepro-ci
-# Ports of slurmctld, slurmdbd, MariaDB and the two slurmd, away from SLURM's defaults (6817-6819) so a
+# Ports of slurmctld, slurmdbd, MariaDB and the three slurmd, away from SLURM's defaults (6817-6819) so a
 # site's daemons on the same machine are left alone.
 CTLD_PORT=16817
 DBD_PORT=16819
 DB_PORT=16820
-NODE_PORTS=(16821 16822)
+NODE_PORTS=(16821 16822 16823)
+NODES=(node1 node2 node3)
 # Inside a job, snakemake-executor-plugin-slurm-jobstep starts the rule through srun with every SLURM_*
 # variable removed, SLURM_CONF too, so that srun reads SLURM's default path: it links to this cluster's
 # slurm.conf while the cluster runs, as it would be on a site's nodes, unless another file is there.
 DEFAULT_CONF=/etc/slurm/slurm.conf
 # Seconds between a cancelled job's SIGTERM and SIGKILL.
 KILL_WAIT=5
-DAEMONS=(slurmd-node2 slurmd-node1 slurmctld slurmdbd mysqld munged)
+DAEMONS=(slurmd-node3 slurmd-node2 slurmd-node1 slurmctld slurmdbd mysqld munged)
 
 log_tail() {
   local file
@@ -90,15 +92,15 @@ wait_for() {
   "$@"
 }
 
-# Whether sinfo, with these options, lists both nodes.
-both_nodes() {
-  [ "$(sinfo --noheader --Node "$@" | wc -l)" -eq 2 ]
+# Whether sinfo, with these options, lists every node.
+all_nodes() {
+  [ "$(sinfo --noheader --Node "$@" | wc -l)" -eq "${#NODES[@]}" ]
 }
 
 write_config() {
   local etc=$dir/etc
-  # slurm.conf: one partition "gpu" (the name profiles/slurm asks for) over both nodes. Each node is
-  # given one of this machine's cores and 8 GB, so the two together never overcommit it. Processes are
+  # slurm.conf: one partition "gpu" (the name profiles/slurm asks for) over the three nodes. Each node is
+  # given one of this machine's cores and 8 GB (three jobs at once share a 2-core machine's cores). Processes are
   # tracked without cgroups, which a CI machine may not delegate; the tests need no device isolation.
   cat > "$etc/slurm.conf" << EOF
 ClusterName=$CLUSTER
@@ -135,7 +137,8 @@ ReturnToService=2
 KillWait=$KILL_WAIT
 NodeName=node1 NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=${NODE_PORTS[0]} CPUs=1 RealMemory=8000 Gres=gpu:h100:2
 NodeName=node2 NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=${NODE_PORTS[1]} CPUs=1 RealMemory=8000
-PartitionName=gpu Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP
+NodeName=node3 NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=${NODE_PORTS[2]} CPUs=1 RealMemory=8000
+PartitionName=gpu Nodes=node1,node2,node3 Default=YES MaxTime=INFINITE State=UP
 EOF
   # A GPU GRES needs device files: with a count alone slurmd reports none and the node turns INVAL.
   # Two terminals stand in for /dev/nvidia0 and /dev/nvidia1; SLURM only hands out their indices.
@@ -166,7 +169,7 @@ start() {
   fi
   stop
   rm -rf "$dir"
-  mkdir -p "$dir"/{etc,log,run,state,spool/node1,spool/node2,munge,mysql}
+  mkdir -p "$dir"/{etc,log,run,state,spool/node1,spool/node2,spool/node3,munge,mysql}
   # munged wants its socket's folders open to all and its key's folder closed to others.
   chmod 755 "$dir" "$dir/run"
   chmod 700 "$dir/munge"
@@ -206,14 +209,15 @@ EOF
   sacctmgr --immediate add user "$(id -un)" account="$CLUSTER" cluster="$CLUSTER" > /dev/null
   slurmctld
   wait_for 60 scontrol ping
-  slurmd -N node1
-  slurmd -N node2
+  for node in "${NODES[@]}"; do
+    slurmd -N "$node"
+  done
   # A node's first registration may leave it drained (or INVAL while slurmd starts): resume it once.
-  wait_for 60 both_nodes --responding
+  wait_for 60 all_nodes --responding
   if sinfo --noheader --Node --format=%T | grep -qiE 'drain|inval'; then
-    scontrol update nodename=node1,node2 state=resume || true
+    scontrol update nodename="$(IFS=,; echo "${NODES[*]}")" state=resume || true
   fi
-  wait_for 60 both_nodes --states=idle
+  wait_for 60 all_nodes --states=idle
   sinfo --Node --long
 }
 

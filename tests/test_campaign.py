@@ -4,6 +4,7 @@ synthetic generator, whose drawn truth says what the tables must find, and by ha
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +12,11 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from gpurepro.campaign import aggregate, layout, synthetic, tables
+from gpurepro.campaign import aggregate, layout, plan, synthetic, tables
 from gpurepro.campaign.intervals import _resampled_ranks, group_median_intervals, spearman_interval
 from gpurepro.campaign.plot import plot
 from gpurepro.compare import campaigns
-from gpurepro.errors import ResultExistsError
+from gpurepro.errors import GpureproError, ResultExistsError
 
 from .conftest import run_gpurepro
 
@@ -189,3 +190,26 @@ def test_the_figure_and_the_commands(cluster, tmp_path: Path) -> None:
     result = run_gpurepro("campaign", "estimate", "--nodes", "64", "--gpus-per-node", "4", "--runs", "3",
                           "--run-minutes", "10", "--parallel", "16")  # fmt: skip
     assert "32.0 node-hours, 128.0 GPU-hours" in result.stdout and "about 2.0 h of wall time" in result.stdout
+
+
+def test_hostlists_expand_as_slurm_writes_them() -> None:
+    assert plan.expand_hostlist("node[001-003],gpu7") == ["node001", "node002", "node003", "gpu7"]
+    assert plan.expand_hostlist("r[1-2]n[8-9,11]") == ["r1n8", "r1n9", "r1n11", "r2n8", "r2n9", "r2n11"]
+    assert len(plan.expand_hostlist("node[001-064]")) == 64
+    with pytest.raises(GpureproError, match="bad range '9-1'"):
+        plan.expand_hostlist("node[9-1]")
+
+
+def test_a_drained_node_is_recorded_not_submitted_and_a_measured_one_is_done(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    layout.write_record(layout.attempt_dir(raw, "n1", 1), {"status": "measured", "reason": ""})
+    states = {"n1": ("idle", ""), "n2": ("drained", "fan failure"), "n3": ("mixed", ""), "n4": ("down*", "")}
+    found = plan.plan(raw, ["n1", "n2", "n3", "n4"], states)
+    assert found.done == ["n1"] and found.to_measure == ["n3"]
+    assert found.unavailable == {"n2": "SLURM state drained: fan failure", "n4": "SLURM state down*"}
+    assert found.attempts == {"n1": 1, "n2": 1, "n3": 1, "n4": 1}
+    # without SLURM, every node not yet measured is measured
+    assert plan.plan(raw, ["n1", "n2"], None).to_measure == ["n2"]
+    assert re.fullmatch(plan.node_pattern(found.unavailable), "n2") and not re.fullmatch(
+        plan.node_pattern([]), ""
+    )

@@ -2,8 +2,9 @@
 quick pipeline runs job by job through sbatch with the resources its rules ask for and makes the tables a
 local run makes; a GPU profile's job asks SLURM for its GPU model and, on a node without an NVIDIA GPU,
 fails with the project's message instead of hanging; a cancelled job loses no raw result and a rerun
-completes. They need the test cluster that .ci/slurm.sh starts (found through SLURM_CONF), and skip
-saying why without it."""
+completes; a variability campaign runs one exclusive job per node, records a drained node with SLURM's
+reason, and measures only that node once it is resumed. They need the test cluster that .ci/slurm.sh
+starts (found through SLURM_CONF), and skip saying why without it."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.slurm
 CLUSTER_NAME = "gpurepro-ci"
 NODE_LIMITS = {"cpus_per_task": 1, "mem_mb": 8000}
 GPU_NODE = "node1"
+NODES = ["node1", "node2", "node3"]
 
 PROFILE = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
 # The profile's per-rule resources, cut to what one test node has (its measuring jobs ask for 4 cores and
@@ -173,7 +175,7 @@ def test_cpu_quick_pipeline_runs_through_sbatch(workflow_copy: Path) -> None:
         assert job.ReqMem == f"{asked['mem_mb']}M", job
         assert job.Timelimit == timelimit(asked["runtime"]), job
         assert "gres/gpu" not in job.ReqTRES, job  # the cpu profile asks for no GPU
-    assert set(jobs["NodeList"]) <= {"node1", "node2"}
+    assert set(jobs["NodeList"]) <= set(NODES)
 
     # the same tables, columns and rows, as the same pipeline run here without SLURM
     local = run_snakemake(
@@ -272,3 +274,61 @@ def test_cancelled_job_is_reported_and_a_rerun_completes(workflow_copy: Path) ->
     assert {path: path.stat().st_mtime_ns for path in kept} == stamps
     assert (raw / "torch_n128.csv").is_file()
     assert_raw_files_whole(raw)
+
+
+def node_state(node: str, *update: str) -> None:
+    subprocess.run(["scontrol", "update", f"nodename={node}", *update], check=True, timeout=60)
+
+
+def campaign_dir(workflow: Path) -> Path:
+    return workflow / "results" / "cpu" / "campaign" / "ci"
+
+
+def campaign_table(workflow: Path) -> pd.DataFrame:
+    return pd.read_csv(campaign_dir(workflow) / "tables" / "campaign_nodes.csv")
+
+
+@pytest.mark.pipeline
+def test_campaign_one_job_per_node_a_drained_node_recorded_then_measured_alone(workflow_copy: Path) -> None:
+    campaign = {"name": "ci", "nodes": ["node[1-3]"], "gpus_per_node": 2, "run_minutes": 1}
+    settings = {**FAST, "campaign": campaign}
+    args = ["campaign", "--keep-going", "--config", "device=cpu", "quick=true"]
+    node_state("node3", "state=drain", "reason=gpurepro test: fan failure")
+    try:
+        result = through_slurm(workflow_copy, *args, settings=settings)
+    finally:
+        node_state("node3", "state=resume")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+    assert "campaign: 2 node(s) x 2 GPU(s)" in log and "1 unavailable in SLURM" in log
+
+    # one exclusive job per available node, on that node; the drained one was never submitted
+    jobs = accounted_jobs(workflow_copy, 2)
+    assert sorted(jobs["rule"]) == ["campaign_node", "campaign_node"], jobs[["rule", "NodeList"]]
+    assert sorted(jobs["NodeList"]) == ["node1", "node2"] and set(jobs["State"]) == {"COMPLETED"}
+    for job in jobs.itertuples():
+        assert f"--nodelist={job.NodeList}" in job.SubmitLine and "--exclusive" in job.SubmitLine, job
+    nodes = campaign_table(workflow_copy).set_index("node")
+    assert nodes.loc["node3", "status"] == "unavailable"
+    assert "drain" in nodes.loc["node3", "reason"] and "fan failure" in nodes.loc["node3", "reason"]
+    for node in ("node1", "node2"):
+        assert nodes.loc[node, "status"] == "measured" and nodes.loc[node, "gpus_measured"] == 2
+        # the node's two stand-ins left the barrier together
+        assert 0 <= nodes.loc[node, "start_skew_s"] < 1.0
+    raw = campaign_dir(workflow_copy) / "raw"
+    assert_raw_files_whole(raw)
+    kept = {path: path.stat().st_mtime_ns for path in raw.rglob("*") if path.is_file()}
+
+    # resumed: the second run submits node3 alone, in a new attempt; nothing measured before is touched
+    rerun = through_slurm(workflow_copy, *args, settings=settings)
+    log = rerun.stdout + rerun.stderr
+    assert rerun.returncode == 0, log[-4000:]
+    assert len(submitted_jobs(log)) == 1 and "wildcards: node=node3, attempt=2" in log, log[-4000:]
+    assert {path: path.stat().st_mtime_ns for path in kept} == kept
+    nodes = campaign_table(workflow_copy)
+    node3 = nodes[nodes["node"] == "node3"].set_index("attempt")
+    assert node3.loc[1, "status"] == "unavailable" and not node3.loc[1, "current"]
+    assert node3.loc[2, "status"] == "measured" and node3.loc[2, "current"]
+    summary = pd.read_csv(campaign_dir(workflow_copy) / "tables" / "campaign_summary.csv")
+    assert summary.query("metric == 'gpus'")["value"].item() == 6
+    assert (campaign_dir(workflow_copy) / "plots" / "campaign.png").is_file()

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..campaign import aggregate, synthetic, tables
+from ..campaign import aggregate, layout, synthetic, tables
 from ..campaign import plot as campaign_plot
 from ..campaign.estimate import estimate
 from ..campaign.node import NodeJob, measure_node
 from ..compare import campaigns
 from ..errors import GpureproError
-from ..plotting import save
+from ..plotting import nothing_ran, save
 from .options import non_negative_int, positive_float, positive_int
 
 
@@ -46,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     node.add_argument("--sgemm-args", default="", help="further options of `gpurepro sgemm`, one string")
     node.add_argument("--barrier-timeout-s", type=positive_float, default=600.0)
     node.set_defaults(func=_node)
+
+    gone = commands.add_parser("unavailable", help="record a node SLURM will not run a job on")
+    gone.add_argument("node")
+    gone.add_argument("--out-dir", type=Path, required=True, help="the node's attempt folder")
+    gone.add_argument("--reason", required=True, help="SLURM's state and reason")
+    gone.set_defaults(func=_unavailable)
 
     table = commands.add_parser("tables", help="a campaign's raw files to its tables")
     table.add_argument("raw", type=Path, help="the campaign's raw folder (<campaign>/raw)")
@@ -91,9 +97,21 @@ def _node(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unavailable(args: argparse.Namespace) -> int:
+    record = {"status": "unavailable", "reason": args.reason, "hostname": args.node, "gpus": []}
+    path = layout.write_record(args.out_dir, record)
+    print(f"node {args.node} unavailable ({args.reason}): recorded in {path}", file=sys.stderr)
+    return 0
+
+
 def _tables(args: argparse.Namespace) -> int:
+    if args.nodes is not None and not args.nodes:
+        raise GpureproError(
+            "the campaign names no node: set campaign.nodes (SLURM hostlists, e.g. node[001-064]) or "
+            "campaign.partition and campaign.node_count"
+        )
     if not args.raw.is_dir():
-        raise GpureproError(f"{args.raw} is not a campaign's raw folder")
+        raise GpureproError(f"{args.raw} is not a campaign's raw folder: no node has been tried")
     found = aggregate.aggregate(args.raw, args.campaign, args.nodes)
     paths = aggregate.write(found, args.out_dir)
     print(f"wrote {', '.join(map(str, paths))}", file=sys.stderr)
@@ -103,7 +121,9 @@ def _tables(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     gpus = tables.wide_gpus(pd.read_csv(args.table))
     if gpus.empty:
-        raise GpureproError(f"{args.table} has no measured GPU: no node of the campaign was measured")
+        notes = [f"{args.table} has no measured GPU: see tables/campaign_nodes.csv for each node's reason"]
+        save(nothing_ran("campaign: no node was measured", notes), args.out)
+        return 0
     groups = list(gpus.groupby(["backend", "n"], sort=True))
     if len(groups) > 1:
         print(f"{len(groups)} backends/sizes: drawing the first, {groups[0][0]}", file=sys.stderr)
