@@ -253,14 +253,17 @@ def test_the_verdict_says_how_it_was_measured(tmp_path: Path) -> None:
     _sidecar(results / "inference" / "raw" / "deit", "b", end_time="2026-11-27T06:09:00+00:00")
     (results / "config").mkdir()
     (results / "config" / "abc.yaml").write_text(yaml.safe_dump({"quick": True}))
-    lines = how_measured(results, "abc").lines()
+    lines = how_measured(results).lines()
     assert lines[0].startswith("Plan: quick")
     assert "Commit: 0123456789ab (dirty)" in lines
     assert "torch 2.11.0+cu130, CUDA 13.0, driver 580.1 (CUDA 13.0)" in lines
     assert "Measured 2026-11-27T06:00:00+00:00 to 2026-11-27T06:09:00+00:00 (UTC)" in lines
     assert f"GPUs: {H100} GPU-1" in lines
     assert lines[-1].startswith("Processes (raw files) per study: inference 1, sgemm 1")
-    assert how_measured(results, "other").plan == ""
+    # a folder that also holds a full run's raw files says so
+    _sidecar(results / "ddp" / "raw", "c", config_hash="def")
+    (results / "config" / "def.yaml").write_text(yaml.safe_dump({"quick": False}))
+    assert how_measured(results).plan == "quick (2 raw files), full (1 raw file)"
     assert how_measured(None).lines()[0].startswith("How measured: no provenance found")
 
 
@@ -282,14 +285,16 @@ def test_an_interval_over_one_processs_reps_widens_to_the_between_process_spread
 def test_the_pages_open_with_how_it_was_measured(tmp_path: Path) -> None:
     results = tmp_path / "h100"
     _sidecar(results / "ddp" / "raw", "gpus1")
-    measured = how_measured(results, None)
+    measured = how_measured(results)
     read = outcome(
         hfta_claim(expected={"min": 8, "max": 11}), {"hfta_speedup": speedups(11.95, 10.2, 13.1)}, tmp_path
     )
     here = Here.of({"hfta_speedup": speedups(11.95, 10.2, 13.1)})
     page = render.markdown([read], "h100", here, measured, "2026-11-27 07:00")
     assert "## How it was measured" in page and "- Commit: 0123456789ab (dirty)" in page
-    assert "- Plan: not recorded" in page and "- Verdict drawn 2026-11-27 07:00 (UTC)" in page
+    assert (
+        "- Plan: not recorded" in page
+    )  # no resolved config beside the sidecar and "- Verdict drawn 2026-11-27 07:00 (UTC)" in page
     assert "| 3 and 2 processes | direction holds, magnitude inconclusive at 3 and 2 processes |" in page
     html = render.to_html([read], "h100", here, measured, "2026-11-27 07:00")
     assert "<li>torch 2.11.0+cu130, CUDA 13.0, driver 580.1 (CUDA 13.0)</li>" in html

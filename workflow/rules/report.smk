@@ -99,15 +99,14 @@ rule verdict:
         # GPUs the run had: claims that need more (e.g. 8-GPU scaling) are not measured, and say so
         gpus=len(GPUS) if IS_GPU else 0,
         table_rules=TABLE_RULES,
-        # how it was measured: the raw files' provenance sidecars and the run's resolved config
+        # how it was measured: the raw files' provenance sidecars and the resolved configs they name
         results=lambda wildcards, output: os.path.dirname(output.md),
-        config_hash=CONFIG_HASH,
     shell:
         "gpurepro verdict --profile {params.profile} --claims {input.claims} --hardware "
         + HARDWARE_DIR
         + " --points {input.points} --gpus {params.gpus} --tables {input.tables} --plots {input.plots} "
         "--md {output.md} --csv {output.csv} --html {output.html} --rst {output.rst} "
-        "--results {params.results} --config-hash {params.config_hash} "
+        "--results {params.results} "
         "--table-rules {params.table_rules} > {log} 2>&1"
 
 

@@ -54,7 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--results", type=Path,
         help="the device's results folder: the provenance sidecars of its raw files say how it was measured",
     )  # fmt: skip
-    parser.add_argument("--config-hash", help="the run's config hash: its resolved config says quick or full")
     parser.add_argument(
         "--tables", nargs="*", type=Path, default=[],
         help="the run's tables/<name>.csv (reference.csv holds the rates absolute claims are scaled by)",
@@ -98,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     plots = {path.stem: os.path.relpath(path, link_from) for path in args.plots}
     outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
     here = Here.of(tables, args.gpus)
-    measured = how_measured(args.results, args.config_hash)
+    measured = how_measured(args.results)
     drawn = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     page = render.markdown(outcomes, args.profile, here, measured, drawn)
     outputs = {

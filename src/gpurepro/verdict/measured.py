@@ -1,8 +1,9 @@
 """How a run was measured, for the verdict's head: the plan (quick or full), the commit and whether the
 tree was dirty, torch, CUDA and driver versions, when, on which GPUs, and how many processes each study
 ran. Read from the provenance sidecars of the run's raw files (results/<device>/<study>/raw/) and the
-run's resolved config (results/<device>/config/<config_hash>.yaml), so the verdict states what the
-measurements themselves recorded, not what the machine drawing the verdict has installed."""
+resolved configs they name (results/<device>/config/<config_hash>.yaml), so the verdict states what the
+measurements themselves recorded, not what the machine drawing the verdict has installed, and a config
+key the measurements do not depend on reruns nothing."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ SIDECARS = "*/raw/**/*.provenance.json"
 
 @dataclass(frozen=True)
 class HowMeasured:
-    plan: str = ""  # "quick" or "full"; "" where no resolved config says
+    plan: str = ""  # "quick", "full", or each with its raw files where a folder holds both; "" unknown
     commits: tuple[str, ...] = ()  # "<commit> (dirty)" or "<commit>", each once
     torch: tuple[str, ...] = ()
     cuda: tuple[str, ...] = ()  # the CUDA torch was built with
@@ -62,7 +63,7 @@ def _commit(git: dict[str, Any]) -> str | None:
 
 
 def plan_of(results: Path, config_hash: str | None) -> str:
-    """quick or full, from the run's resolved config; "" where it is not there."""
+    """quick or full, from a resolved config; "" where it is not there."""
     if not config_hash:
         return ""
     path = results / "config" / f"{config_hash}.yaml"
@@ -72,9 +73,18 @@ def plan_of(results: Path, config_hash: str | None) -> str:
     return "quick" if config.get("quick") else "full"
 
 
-def how_measured(results: Path | str | None, config_hash: str | None = None) -> HowMeasured:
-    """What the sidecars under `results` (one device's folder) recorded; the plan from the resolved
-    config named by `config_hash` (the run's own)."""
+def _plans(results: Path, hashes: list[str | None]) -> str:
+    """The plan the raw files were measured under: one word, or each plan with its raw files."""
+    plans = Counter(plan_of(results, digest) for digest in hashes)
+    plans.pop("", None)
+    if len(plans) <= 1:
+        return next(iter(plans), "")
+    return ", ".join(f"{plan} ({n} raw file{'s' if n != 1 else ''})" for plan, n in plans.most_common())
+
+
+def how_measured(results: Path | str | None) -> HowMeasured:
+    """What the sidecars under `results` (one device's folder) recorded, the plan from the resolved
+    configs they name."""
     if results is None:
         return HowMeasured()
     results = Path(results)
@@ -91,7 +101,7 @@ def how_measured(results: Path | str | None, config_hash: str | None = None) -> 
     starts = sorted(str(r["start_time"]) for r in records if r.get("start_time"))
     ends = sorted(str(r["end_time"]) for r in records if r.get("end_time"))
     return HowMeasured(
-        plan=plan_of(results, config_hash),
+        plan=_plans(results, [record.get("config_hash") for record in records]),
         commits=_unique([_commit(record.get("git") or {}) for record in records]),
         torch=_unique([s.get("torch") for s in software]),
         cuda=_unique([s.get("torch_cuda") for s in software]),
