@@ -92,8 +92,10 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve(workflow_copy
         re.fullmatch(r"results/h100/sgemm/raw/\w+_n25536\.csv", p) for p in variability_inputs
     )
     assert "bert-l_s128" not in planned and "_2gpu.csv" not in planned
-    # host-paced points run in three processes, GPU-bound ones in two (the profile's quick repeats)
-    assert "deit-b_b1_fp16_cudagraph_run3" not in planned and f"hfta_fp16_b{best_b}_run3" not in planned
+    # every point a claim reads runs in three processes, GPU-bound ones too (the profile's quick repeats);
+    # a fourth is the rounds of more processes' to plan, once a claim is found inconclusive
+    assert "deit-b_b1_fp16_cudagraph_run3" in planned and f"hfta_fp16_b{best_b}_run3" in planned
+    assert "_run4" not in planned and "checkpoint more_processes:" in planned
     # serial's rate is one model's at any B: measured at the smaller B only; the claims judge stock steps
     assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
 
