@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, nvml
 from .commands import (
     aggregate,
     campaign,
@@ -20,12 +19,12 @@ from .commands import (
     plot,
     profile,
     reference,
+    runner,
     sgemm,
     telemetry,
     train,
     verdict,
 )
-from .errors import GpureproError
 
 SUBCOMMANDS = [
     detect,
@@ -49,26 +48,11 @@ SUBCOMMANDS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gpurepro",
-        description="Reproducible GPU performance and energy studies. The Snakemake workflow calls these "
-        "subcommands; each also runs on its own.",
-    )
-    parser.add_argument("--version", action="version", version=f"gpurepro {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in SUBCOMMANDS:
-        module.register(subparsers)
-    return parser
+    return runner.build_parser(SUBCOMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    nvml.number_cuda_like_nvml()
-    try:
-        return int(args.func(args) or 0)
-    except GpureproError as err:
-        print(f"gpurepro {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return runner.run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """A node job: every selected GPU of this node measured at once, so no card meets a different neighbour,
 heat or host load than the others.
 
-For each run, one process per GPU (worker.py, started by spawn) is given only its own GPU through
-CUDA_VISIBLE_DEVICES (its UUID), so each process times on its GPU and makes no context on another; it
-keeps the host's NVML index for telemetry and its records. The processes meet at a barrier once their
-imports are done and start `gpurepro sgemm` together, each with the same backend, N and reps; the time
-each was let go is recorded. The next run starts when every process of this one has ended; each run
-begins with the harness's cool-down (telemetry.cooldown_max_wait_s), so runs follow each other cooled.
+For each run, one process per GPU (commands/campaign_worker.py, started by spawn) is given only its own
+GPU through CUDA_VISIBLE_DEVICES (its UUID), so each process times on its GPU and makes no context on
+another; it keeps the host's NVML index for telemetry and its records. The processes meet at a barrier
+once their imports are done and start `gpurepro sgemm` together, each with the same backend, N and reps;
+the time each was let go is recorded. The next run starts when every process of this one has ended; each
+run begins with the harness's cool-down (telemetry.cooldown_max_wait_s), so runs follow each other
+cooled.
 
 On the cpu profile, `stand_ins` processes measure the CPU side by side, each filed as a GPU of its own
 (gpu0, gpu1, ...): the same code path, where a machine has no GPU.
@@ -23,12 +24,17 @@ import multiprocessing
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import nvml
-from . import layout, worker
+from . import layout
+
+# The per-GPU process's entry point, started by spawn with (argv, visible, log, barrier, started, key,
+# timeout_s): commands/campaign_worker.measure, handed in by the command (it runs `gpurepro sgemm`).
+Worker = Callable[..., None]
 
 LOG_TAIL_CHARS = 600  # of a failed process's log, in the node's record
 
@@ -87,7 +93,9 @@ def _log_tail(path: Path) -> str:
     return text[-LOG_TAIL_CHARS:].strip()
 
 
-def run_together(job: NodeJob, run: int, gpus: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
+def run_together(
+    job: NodeJob, run: int, gpus: list[dict[str, Any]], worker: Worker
+) -> tuple[dict[str, float], list[str]]:
     """One run on every device at once: the time each process left the barrier, and why any failed."""
     context = multiprocessing.get_context("spawn")
     barrier, started = context.Barrier(len(job.devices)), context.Queue()
@@ -96,7 +104,7 @@ def run_together(job: NodeJob, run: int, gpus: list[dict[str, Any]]) -> tuple[di
         log = job.log_dir / f"gpu{device}_run{run}.log"
         visible = gpu["uuid"] if job.gpus else None
         args = (_argv(job, device, run), visible, str(log), barrier, started, device, job.barrier_timeout_s)
-        processes[device] = (context.Process(target=worker.measure, args=args), log)
+        processes[device] = (context.Process(target=worker, args=args), log)
     for process, _ in processes.values():
         process.start()
     for process, _ in processes.values():
@@ -113,8 +121,8 @@ def run_together(job: NodeJob, run: int, gpus: list[dict[str, Any]]) -> tuple[di
     return times, failures
 
 
-def measure_node(job: NodeJob) -> dict[str, Any]:
-    """Measure the node, write its record, and return it."""
+def measure_node(job: NodeJob, worker: Worker) -> dict[str, Any]:
+    """Measure the node, one `worker` process per device a run, write its record, and return it."""
     hostname = socket.gethostname()
     job.out_dir.mkdir(parents=True, exist_ok=True)
     job.log_dir.mkdir(parents=True, exist_ok=True)
@@ -128,7 +136,7 @@ def measure_node(job: NodeJob) -> dict[str, Any]:
     record["gpus"] = gpus
     for run in range(1, job.runs + 1):
         print(f"run {run}/{job.runs}: {len(gpus)} device(s) at once on {hostname}", file=sys.stderr)
-        times, failures = run_together(job, run, gpus)
+        times, failures = run_together(job, run, gpus, worker)
         skew = max(times.values()) - min(times.values()) if times else float("nan")
         record["runs"].append({"run": run, "start_times": times, "start_skew_s": skew})
         for gpu, device in zip(gpus, job.devices, strict=True):

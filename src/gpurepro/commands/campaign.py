@@ -19,6 +19,7 @@ from ..campaign.node import NodeJob, measure_node
 from ..compare import campaigns
 from ..errors import GpureproError
 from ..plotting import nothing_ran, save
+from . import campaign_worker
 from .options import non_negative_int, positive_float, positive_int
 
 
@@ -93,7 +94,7 @@ def _node(args: argparse.Namespace) -> int:
         args.n, args.reps, args.runs, args.backend, args.gpus or [], args.out_dir, args.log_dir,
         args.stand_ins or 0, shlex.split(args.sgemm_args), args.barrier_timeout_s,
     )  # fmt: skip
-    measure_node(job)
+    measure_node(job, campaign_worker.measure)
     return 0
 
 
