@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from gpurepro.hardware import load_hardware
 from gpurepro.verdict.claims import Claim, Selection, load_claims
 from gpurepro.verdict.evaluate import evaluate
-from gpurepro.verdict.hardware import load_hardware
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import NOT_HELD, NOT_MEASURED, NOT_TESTABLE
 

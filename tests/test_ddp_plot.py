@@ -15,13 +15,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from gpurepro import cli
+from gpurepro.hardware import load_hardware
 from gpurepro.plotting import NOTE_PT
 from gpurepro.process_stats import across_processes
 from gpurepro.profiles import project_root
 from gpurepro.training import plot as ddp_plot
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
-from gpurepro.verdict.hardware import load_hardware
 
 H100 = "NVIDIA H100 80GB HBM3"
 # images/s of all GPUs and the step time's quartiles (ms), as a quick run on four H100s measures them

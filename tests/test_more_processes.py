@@ -9,13 +9,12 @@ import math
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from gpurepro import process_table
 from gpurepro.cli import main
 from gpurepro.hfta_study.summary import PROCESS_KEYS, speedups
 from gpurepro.more_processes import Budget, Point, next_round
-from tests.test_verdict import HARDWARE, relative_claim, write_claims
+from tests.test_verdict import hardware_dir, relative_claim, write_claims  # noqa: F401 (a fixture)
 
 SERIAL = (("b", "1"), ("net", "resnet18"), ("precision", "fp16"), ("scheme", "serial"), ("step", "stock"))
 FUSED = (("b", "32"), ("net", "resnet18"), ("precision", "fp16"), ("scheme", "hfta"), ("step", "stock"))
@@ -78,18 +77,7 @@ def _round(folder: Path, rates: dict[str, list[float]], claims: Path, hardware: 
     return json.loads(plan.read_text())
 
 
-@pytest.fixture
-def hardware(tmp_path: Path) -> Path:
-    import yaml
-
-    folder = tmp_path / "hardware"
-    folder.mkdir()
-    for gpu, entry in HARDWARE.items():
-        (folder / f"{gpu}.yaml").write_text(yaml.safe_dump(entry))
-    return folder
-
-
-def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware: Path) -> None:
+def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
     """A speedup near 2x, claimed 2-4x: over three noisy serial processes its interval straddles 2, so
     serial (the noisier side) gets a fourth process, then more; once the interval clears 2 the claim is
     resolved and the rounds end."""
@@ -103,7 +91,7 @@ def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, 
     )  # fmt: skip
     claims = write_claims(tmp_path / "claims", claim)
     rates = {"serial": [10_000.0, 13_000.0, 8_000.0], "hfta": [21_500.0, 21_400.0, 21_600.0]}
-    first = _round(tmp_path, rates, claims, hardware, 1)
+    first = _round(tmp_path, rates, claims, hardware_dir, 1)
     assert first["inconclusive"] == ["speedup"]
     assert [p["wildcards"] for p in first["points"]] == [
         {"b": "1", "net": "resnet18", "precision": "fp16", "scheme": "serial", "step": "stock", "run": 4}
@@ -111,5 +99,5 @@ def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, 
     # after more rounds the serial processes agree: the interval narrows above 2
     rates["serial"] = [10_000.0, 10_400.0, 10_050.0, 10_200.0]
     rates["hfta"] += [21_500.0]
-    second = _round(tmp_path, rates, claims, hardware, 2)
+    second = _round(tmp_path, rates, claims, hardware_dir, 2)
     assert second["inconclusive"] == [] and second["points"] == []

@@ -13,10 +13,10 @@ import pytest
 from docutils import nodes
 from docutils.core import publish_doctree
 
+from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
-from gpurepro.verdict.hardware import load_hardware
 from gpurepro.verdict.here import Here
 from gpurepro.verdict.outcome import Outcome
 from gpurepro.verdict.statuses import UNMEASURED

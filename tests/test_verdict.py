@@ -18,10 +18,10 @@ from docutils.core import publish_parts
 
 from gpurepro import process_table
 from gpurepro.errors import GpureproError
+from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render, summary
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
-from gpurepro.verdict.hardware import load_hardware
 from gpurepro.verdict.here import Here
 from gpurepro.verdict.ranges import untestable_reason
 from gpurepro.verdict.scaling import scale_factor

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from gpurepro.errors import GpureproError
+from gpurepro.hardware import load_hardware
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
-from gpurepro.verdict.hardware import load_hardware
 from gpurepro.verdict.statuses import NOT_COMPARABLE, UNTESTABLE, WITHIN
 
 from .conftest import ROOT

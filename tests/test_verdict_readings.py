@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from gpurepro.errors import GpureproError
+from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
-from gpurepro.verdict.hardware import load_hardware
 from gpurepro.verdict.here import Here
 from gpurepro.verdict.measured import how_measured
 from gpurepro.verdict.points import load_points

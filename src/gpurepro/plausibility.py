@@ -4,23 +4,21 @@ A timing taken on the wrong GPU's stream (CUDA events recorded on GPU 0 around w
 microseconds for seconds of work and a thousand times the card's peak, and nothing else fails. So every
 measuring command checks its figures against the peak of the GPU it measured before it files them, and
 aggregation checks the tables again, so an impossible figure never reaches a table, the verdict or
-`compare`. The peaks are the datasheet rates of config/hardware/, matched by NVML name; a GPU without a
-file there is held to a bound no GPU reaches yet (GENEROUS_PEAKS), which still catches a 1000x error.
+`compare`. The peaks are the datasheet rates of the hardware table (config/hardware/, matched by NVML
+name); a GPU without a file there is held to a bound no GPU reaches yet (GENEROUS_PEAKS), which still
+catches a 1000x error.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import pandas as pd
 
 from .errors import GpureproError
-from .profiles import project_root
-from .schema import read_yaml
+from .hardware import Gpu, load_hardware
 
 # A measured rate may sit a little above a datasheet peak (a card boosting past the clock the datasheet
 # quotes); far above it, it was not measured.
@@ -49,27 +47,18 @@ class Peak:
 
 
 @cache
-def _datasheets(directory: Path) -> tuple[tuple[tuple[str, ...], str, dict[str, float]], ...]:
-    """(NVML name patterns, file name, datasheet rates) of every hardware file."""
-    entries = []
-    for path in sorted(directory.glob("*.yaml")):
-        data = read_yaml(path, "hardware file") or {}
-        rates = {
-            name: float(entry["datasheet"])
-            for name, entry in (data.get("rates") or {}).items()
-            if isinstance(entry, dict) and "datasheet" in entry
-        }
-        entries.append((tuple(data.get("nvml_names", ())), path.name, rates))
-    return tuple(entries)
+def _table() -> tuple[Gpu, ...]:
+    """The hardware table, read once per process (checked against its schema by load_hardware)."""
+    return tuple(load_hardware().values())
 
 
-def peak(reference: str, gpu_name: str, directory: Path | None = None) -> Peak:
+def peak(reference: str, gpu_name: str) -> Peak:
     """The datasheet peak of `reference` (fp32_gemm, fp16_gemm, memory_bandwidth) on the GPU NVML calls
     `gpu_name`, or the generous bound where no hardware file names that GPU or that rate."""
-    directory = directory or project_root() / "config" / "hardware"
-    for patterns, file, rates in _datasheets(directory):
-        if reference in rates and any(re.fullmatch(p, gpu_name) for p in patterns):
-            return Peak(rates[reference], UNITS[reference], f"config/hardware/{file}")
+    for gpu in _table():
+        rates = gpu.rates.get(reference)
+        if rates is not None and rates.datasheet is not None and gpu.matches(gpu_name):
+            return Peak(rates.datasheet.value, UNITS[reference], f"config/hardware/{gpu.id}.yaml")
     return Peak(GENEROUS_PEAKS[reference], UNITS[reference], f"no datasheet for '{gpu_name}': generous bound")
 
 

@@ -4,7 +4,7 @@
 # `snakemake --report report.html` shows. These rules are cheap and run where Snakemake runs.
 
 from gpurepro.verdict.claims import claim_files, load_claims  # noqa: E402
-from gpurepro.verdict.hardware import load_hardware  # noqa: E402
+from gpurepro.hardware import load_hardware  # noqa: E402
 from gpurepro.verdict.points import load_points  # noqa: E402
 from snakemake.sourcecache import infer_source_file  # noqa: E402
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..hardware import load_hardware
 from ..more_processes import Budget, claim_points, next_round, read_plan
 from ..more_processes.points import selections
 from ..profiles import project_root
 from ..results import ensure_absent
 from ..verdict.claims import REPRODUCTION, load_claims
 from ..verdict.evaluate import evaluate
-from ..verdict.hardware import load_hardware
 from ..verdict.statuses import UNMEASURED, UNRESOLVED
 from .options import positive_int
 
@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     waiting = sorted(
         (o for o in outcomes if o.grade == UNRESOLVED), key=lambda o: o.claim.purpose != REPRODUCTION
     )
-    judged = [claim_points(o.claim, tables) for o in outcomes if o.grade != UNMEASURED]
-    points = next_round([claim_points(o.claim, tables) for o in waiting], budget, judged)
+    read = {o.claim.id: claim_points(o.claim, tables) for o in outcomes if o.grade != UNMEASURED}
+    points = next_round([read[o.claim.id] for o in waiting], budget, read.values())
     for outcome in waiting:
         print(f"inconclusive: {outcome.claim.id}: {outcome.detail}", file=sys.stderr)
     plan = {

@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import GpureproError
+from ..hardware import load_hardware
 from ..profiles import project_root
 from ..verdict import render
 from ..verdict.claims import load_claims
 from ..verdict.evaluate import evaluate
-from ..verdict.hardware import load_hardware
 from ..verdict.here import Here
 from ..verdict.measured import how_measured
 from ..verdict.points import load_points

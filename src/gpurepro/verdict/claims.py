@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpureproError
+from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from ..schema import first_error, read_yaml
-from .hardware import Gpu, load_hardware
 from .points import PointKeys, check_selection
 from .ranges import Expected, Tolerance, accepted_range, expected_ends
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..hardware import Gpu, matching
 from .between import one_process_interval
 from .claims import INFORMATIONAL, RELATIVE, Claim, Selection
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
-from .hardware import Gpu, matching
 from .here import Here
 from .judging import combined_interval, judge_values, order_step
 from .outcome import Outcome, bound

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..hardware import Gpu
 from .claims import Claim
-from .hardware import Gpu
 from .statuses import GRADE_OF, INCONCLUSIVE_RESULTS, NOT_COMPARABLE, SCALED, SHOWN, TRANSFERRED
 
 

@@ -5,9 +5,9 @@ loaded only by the figures that mark claims."""
 
 from __future__ import annotations
 
+from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from .claims import Claim, load_claims
-from .hardware import Gpu, load_hardware
 
 
 def study_claims(name: str) -> tuple[list[Claim], dict[str, Gpu]]:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..hardware import DATASHEET, MEASURED, Gpu
 from ..reference import REFERENCES
 from .claims import Scaling
-from .hardware import DATASHEET, MEASURED, Gpu
 
 
 class NoReference(Exception):

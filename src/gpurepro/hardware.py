@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpureproError
-from ..profiles import project_root
-from ..schema import first_error, read_yaml
+from .errors import GpureproError
+from .profiles import project_root
+from .schema import first_error, read_yaml
 
 MEASURED, DATASHEET = "measured", "datasheet"
 
