@@ -1,6 +1,7 @@
 """Every shipped claim and regression check can fail on what a run measures: for each, a made table on
 the paper's GPU where it reads "not held"; the few that no run of this pipeline can fail read "not
-testable here" or "not measured", each with why (a cluster's tail, a cluster's average, MIG)."""
+testable here" or "not measured", each with why (a cluster's tail, a cluster's average, MIG). The
+claims about a cluster's GPUs fail on a campaign's made table instead, with the GPUs they need."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 
 from gpurepro.hardware import load_hardware
+from gpurepro.verdict.campaign import on_campaign
 from gpurepro.verdict.claims import Claim, Selection, load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.points import load_points
@@ -32,7 +34,7 @@ NVML_NAME = {
 }
 # The claims no run of this pipeline can fail, and the words of why.
 CANNOT_FAIL = {
-    "sc22-outliers-vs-median-gpu": (NOT_TESTABLE, "a bound over a population: needs 300 GPUs"),
+    "sc22-outliers-vs-median-gpu": (NOT_TESTABLE, "needs 300 GPUs of one model"),
     "sc22-average-variation": (NOT_MEASURED, "needs a cluster's worth of GPUs"),
     "hfta-speedup-over-mig": (NOT_MEASURED, "needs MIG partitions"),
     # a few watts +-5 W (whole-watt 1 s samples) admits 2-12 W: not testable even on the artifact's A100
@@ -119,3 +121,22 @@ def test_every_claim_fails_on_some_made_table(claim_id: str) -> None:
         assert outcome.result == result and why in outcome.detail, outcome.detail
         return
     assert outcome.grade == NOT_HELD, f"{outcome.status}: {outcome.detail}"
+
+
+ON_CAMPAIGN = {claim.id: claim for claim in on_campaign(list(CLAIMS.values())) if claim.campaign}
+
+
+@pytest.mark.parametrize("claim_id", sorted(ON_CAMPAIGN))
+def test_every_campaign_reading_fails_on_some_made_campaign_table(claim_id: str) -> None:
+    """Each claim a campaign judges reads "not held" on a made campaign table with the GPUs it needs
+    (fewer: not testable here, saying how many it has and needs)."""
+    claim = ON_CAMPAIGN[claim_id]
+    gpu = NVML_NAME[claim.gpus[0]]
+    tables = failing_tables(claim, gpu)
+    needed = claim.needs_population.gpus if claim.needs_population else 2
+    (outcome,) = evaluate([claim], tables, HARDWARE, gpu_count=needed)
+    assert outcome.grade == NOT_HELD, f"{outcome.status}: {outcome.detail}"
+    if claim.needs_population:
+        (fewer,) = evaluate([claim], tables, HARDWARE, gpu_count=needed - 1)
+        assert fewer.result == NOT_TESTABLE
+        assert f"needs {needed} GPUs of one model, {needed - 1} here" in fewer.detail

@@ -250,6 +250,7 @@ def _sidecar(folder: Path, name: str, **changes: Any) -> None:
 def test_the_verdict_says_how_it_was_measured(tmp_path: Path) -> None:
     results = tmp_path / "h100"
     _sidecar(results / "sgemm" / "raw", "a")
+    _sidecar(results / "sgemm" / "raw", "a.telemetry")  # its trace's: the same process
     _sidecar(results / "inference" / "raw" / "deit", "b", end_time="2026-11-27T06:09:00+00:00")
     (results / "config").mkdir()
     (results / "config" / "abc.yaml").write_text(yaml.safe_dump({"quick": True}))

@@ -3,9 +3,10 @@
 # machine alone without it. Nodes SLURM will not run a job on are recorded as unavailable with SLURM's
 # reason; each try at a node gets its own attempt folder, so a rerun measures only the nodes without a
 # measured attempt and never writes into an earlier try (gpurepro/campaign/layout.py, plan.py).
-# Then the cluster's tables and figure, in the campaign's own folder (results/<device>/campaign/<name>/
-# tables/campaign_*.csv, plots/campaign.png): apart from the run's tables/ and plots/, whose every file the
-# report and `all` collect, as a campaign is asked for on its own (`snakemake campaign`).
+# Then the cluster's tables, figure and verdict, in the campaign's own folder (results/<device>/campaign/
+# <name>/tables/campaign_*.csv, plots/campaign.png, verdict.md): apart from the run's tables/ and plots/,
+# whose every file the report and `all` collect, as a campaign is asked for on its own (`snakemake
+# campaign`).
 
 import socket
 
@@ -179,7 +180,34 @@ rule plot_campaign:
         "gpurepro campaign plot {input} --out {output} > {log} 2>&1"
 
 
+# The claims about a cluster's GPUs (SC22's average variation and outliers, the seed's node spread) judged
+# on the campaign's tables (gpurepro/verdict/campaign.py); the claim, hardware and point files are
+# report.smk's, read when the DAG is built.
+rule campaign_verdict:
+    input:
+        tables=rules.campaign_tables.output,
+        plot=rules.plot_campaign.output,
+        claims=lambda wildcards: CLAIM_FILES,
+        hardware=lambda wildcards: HARDWARE_FILES,
+        points=lambda wildcards: POINTS_FILE,
+    output:
+        md=f"{CAMPAIGN_DIR}/verdict.md",
+        csv=f"{CAMPAIGN_DIR}/verdict.csv",
+    log:
+        f"{RESULTS}/logs/campaign/verdict.log",
+    localrule: True
+    params:
+        profile=DEVICE,
+        folder=lambda wildcards, output: os.path.dirname(output.md),
+        hardware=lambda wildcards, input: os.path.dirname(input.hardware[0]),
+    shell:
+        "gpurepro verdict --profile {params.profile} --campaign {params.folder} --claims {input.claims} "
+        "--hardware {params.hardware} --points {input.points} --md {output.md} --csv {output.csv} "
+        "> {log} 2>&1"
+
+
 rule campaign:
     input:
         rules.campaign_tables.output,
         rules.plot_campaign.output,
+        rules.campaign_verdict.output,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import GpureproError
 from . import layout, tables
 
 # table name -> file name under the run's tables/ folder
@@ -37,3 +38,23 @@ def write(found: dict[str, pd.DataFrame], folder: Path | str) -> list[Path]:
         found[name].to_csv(folder / file, index=False)
         paths.append(folder / file)
     return paths
+
+
+def read_tables(folder: Path | str) -> dict[str, pd.DataFrame]:
+    """A campaign folder's tables (tables/campaign_*.csv), by file name without .csv; an error naming the
+    folder and how to make them where they are not there."""
+    folder = Path(folder)
+    if not layout.is_campaign(folder):
+        raise GpureproError(
+            f"{folder} is not a campaign's folder: expected {folder / layout.RAW}/<node>/attempt<k>/"
+            f"{layout.NODE_RECORD} or {folder / layout.TABLES}/{FILES['gpus']} "
+            "(e.g. results/v100/campaign/<name>)"
+        )
+    missing = [file for file in FILES.values() if not (folder / layout.TABLES / file).is_file()]
+    if missing:
+        raise GpureproError(
+            f"{folder}: no {', '.join(f'{layout.TABLES}/{file}' for file in missing)}: make the campaign's "
+            f"tables first (gpurepro campaign tables {folder / layout.RAW} --campaign NAME --out-dir "
+            f"{folder / layout.TABLES}, or snakemake campaign)"
+        )
+    return {Path(file).stem: pd.read_csv(folder / layout.TABLES / file) for file in FILES.values()}

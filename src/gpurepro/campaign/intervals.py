@@ -13,6 +13,7 @@ resamples in batches, so its memory stays bounded however many GPUs there are.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,7 @@ from ..stats import CONFIDENCE, SEED, Interval
 
 RESAMPLES = 1999  # for a rank correlation: its interval's ends move by well under 0.01 between seeds
 BATCH_ELEMENTS = 4_000_000  # resampled values held at once (32 MB of float64)
+UNIT_RESAMPLES = 1999  # resamples of a cluster's GPUs or nodes
 
 
 def order_statistic_ranks(n: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
@@ -114,3 +116,24 @@ def spearman_interval(
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(resampled, [tail, 100 - tail])
     return Interval(value, float(low), float(high), confidence, "percentile bootstrap over pairs")
+
+
+def over_units(
+    values: np.ndarray, statistic: Callable[[np.ndarray], dict[str, np.ndarray]]
+) -> dict[str, tuple[float, float, float]]:
+    """Each named statistic of the values of a cluster's units (its GPUs, its nodes), with a seeded
+    percentile interval over resampled units: how well this many units pin the figure down. `statistic`
+    takes a (resamples, units) array and reduces along its last axis; batched, so memory stays bounded."""
+    observed = statistic(values[None, :])
+    rng = np.random.default_rng(SEED)
+    batch = max(1, BATCH_ELEMENTS // len(values))
+    resampled: dict[str, list[np.ndarray]] = {name: [] for name in observed}
+    for start in range(0, UNIT_RESAMPLES, batch):
+        picks = rng.integers(0, len(values), size=(min(batch, UNIT_RESAMPLES - start), len(values)))
+        for name, found in statistic(values[picks]).items():
+            resampled[name].append(found)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    return {
+        name: (float(observed[name][0]), *np.percentile(np.concatenate(resampled[name]), [tail, 100 - tail]))
+        for name in observed
+    }

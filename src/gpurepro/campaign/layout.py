@@ -8,7 +8,7 @@ Every try at a node gets a new attempt folder, so nothing a try left is ever ove
 latest attempt is measured is done; any other (failed, unavailable, or ended before it could record,
 as a killed job does) is tried again in attempt k+1 by the next run. node.json holds `status`
 (`measured`, `failed` or `unavailable`), `reason`, the node's `hostname`, the settings, and `gpus`: one
-entry per GPU with its NVML index, UUID, serial, PCI bus id, VBIOS, power limit, driver and the time its
+entry per GPU with its NVML index, name, UUID, serial, PCI bus id, VBIOS, power limit, driver and the time its
 timed reps began (`start_time`, seconds since the epoch).
 """
 
@@ -34,8 +34,21 @@ REP_COLUMNS = ["profile", "device", "backend", "n", "run", "rep", "ms", "tflops"
                "sm_clock_mhz_median", "temperature_c_median", "throttled", "clock_event_names"]  # fmt: skip
 STATUSES = ("measured", "failed", "unavailable")
 # Each GPU's identity in the reps table: column -> key of its entry in the node record.
-IDENTITY = {"gpu_uuid": "uuid", "gpu_serial": "serial", "gpu_pci_bus_id": "pci_bus_id", "gpu_vbios": "vbios",
-            "power_limit_w": "power_limit_w", "driver_version": "driver_version"}  # fmt: skip
+IDENTITY = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_serial": "serial",
+            "gpu_pci_bus_id": "pci_bus_id", "gpu_vbios": "vbios", "power_limit_w": "power_limit_w",
+            "driver_version": "driver_version"}  # fmt: skip
+
+
+RAW, TABLES = "raw", "tables"  # a campaign folder's raw files and its tables (aggregate.py)
+
+
+def is_campaign(folder: Path | str) -> bool:
+    """Whether a folder is a campaign's: it holds a node's record (raw/<node>/attempt<k>/node.json) or
+    the campaign's tables (tables/campaign_gpus.csv), not a run's tables of one device."""
+    folder = Path(folder)
+    return (folder / TABLES / "campaign_gpus.csv").is_file() or any(
+        (folder / RAW).glob(f"*/attempt*/{NODE_RECORD}")
+    )
 
 
 def raw_name(backend: str, gpu: int | str, run: int) -> str:

@@ -44,6 +44,7 @@ class Model:
     n: int = 25536
     backend: str = "cublas"
     profile: str = "v100"
+    gpu_name: str = "Tesla V100-SXM2-16GB"  # as NVML names the profile's GPU
     base_ms: float = 2290.0  # a V100's cuBLAS SGEMM at N=25536 (the seed: 2264-2324 ms)
     node_sd: float = 0.01
     gpu_sd: float = 0.02
@@ -119,7 +120,8 @@ def _node_record(model: Model, node: str, gpus: pd.DataFrame, failed: bool) -> d
         "hostname": node,
         "synthetic": asdict(model),
         "gpus": [
-            {"index": int(g.gpu), "uuid": g.gpu_uuid, "serial": f"{int(g.gpu_uuid[-12:], 16) % 10**12:012d}",
+            {"index": int(g.gpu), "name": model.gpu_name, "uuid": g.gpu_uuid,
+             "serial": f"{int(g.gpu_uuid[-12:], 16) % 10**12:012d}",
              "pci_bus_id": f"00000000:{0x18 + 0x20 * int(g.gpu):02X}:00.0", "vbios": "88.00.4F.00.09",
              "power_limit_w": model.power_limit_w, "driver_version": "550.54.15", "start_time": 0.0}
             for g in gpus.itertuples()
@@ -145,7 +147,7 @@ def write(model: Model, campaign: Path | str) -> pd.DataFrame:
                     reps = _reps(model, gpu, run, rng)
                     energy = float((reps["power_w_median"] * reps["ms"] / 1000).median())
                     window = {str(gpu["gpu"]): {"energy_per_op_j": energy}}
-                    sidecar = {"synthetic": True, "gpus": [{"uuid": gpu["gpu_uuid"]}],
+                    sidecar = {"synthetic": True, "gpus": [{"name": model.gpu_name, "uuid": gpu["gpu_uuid"]}],
                                "measurement": {"energy": window}}  # fmt: skip
                     write_raw(reps, folder / layout.raw_name(model.backend, gpu["gpu"], run), sidecar)
         layout.write_record(folder, _node_record(model, str(node), gpus, node in failed))

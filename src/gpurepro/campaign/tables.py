@@ -21,28 +21,28 @@ Across the cluster (`summary`), per profile, backend and N:
   were (NVML's clock-event reasons);
 - the share of the variance of log rates between nodes and within them (one-way ANOVA sums of squares),
   with the F test's p-value: a cluster whose slow cards come in whole nodes points at cooling or power
-  delivery, one whose slow cards are scattered points at the cards;
-- each node's spread (the seed's node spread), its median and maximum over nodes;
+  delivery, one whose slow cards are scattered points at the cards (nodes.py);
+- each node's spread (the seed's node spread): its median over nodes with an interval over resampled
+  nodes, its maximum, and whether the nodes' GPUs differ beyond their reps' noise (nodes.py);
 - Spearman's rank correlation of rate with power, SM clock and temperature across GPUs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
-from ..stats import CONFIDENCE, SEED
 from ..tables import single
-from .intervals import BATCH_ELEMENTS, group_median_intervals, spearman_interval
+from . import nodes
+from .intervals import group_median_intervals, over_units, spearman_interval
 
 GROUP = ["profile", "backend", "n"]
 GPU = ["node", "device"]
-IDENTITY = ["gpu_uuid", "gpu_serial", "gpu_pci_bus_id", "gpu_vbios", "power_limit_w", "driver_version"]
+IDENTITY = ["gpu_name", "gpu_uuid", "gpu_serial", "gpu_pci_bus_id", "gpu_vbios", "power_limit_w",
+            "driver_version"]  # fmt: skip
 # (reps column, metric, unit); rate first: what the cluster is ranked by.
 METRICS = [("tflops", "rate", "TFLOP/s"), ("ms", "time", "ms"), ("power_w_median", "power", "W"),
            ("sm_clock_mhz_median", "sm_clock", "MHz"), ("temperature_c_median", "temperature", "C"),
@@ -51,7 +51,6 @@ RUN_LEVEL = {"energy_per_rep_j"}  # one energy window per run: one value per run
 POWER_CAP = {"sw_power_cap", "hw_power_brake_slowdown"}
 THERMAL_CAP = {"sw_thermal_slowdown", "hw_thermal_slowdown"}
 TUKEY = 1.5
-GPU_RESAMPLES = 1999
 # Figures set by the cluster's extreme GPUs: no resample of GPUs can reach past them, so their bootstrap
 # interval would be one-sided by construction; they are given without one.
 EXTREMES = {"spread_pct"}
@@ -129,60 +128,7 @@ def _variation(values: np.ndarray, axis: int = -1) -> dict[str, np.ndarray]:
     }
 
 
-def _over_gpus(
-    values: np.ndarray, statistic: Callable[[np.ndarray], dict[str, np.ndarray]]
-) -> dict[str, tuple]:
-    """Each named statistic of the GPUs' values with a seeded percentile interval over resampled GPUs."""
-    observed = statistic(values[None, :])
-    rng = np.random.default_rng(SEED)
-    batch = max(1, BATCH_ELEMENTS // len(values))
-    resampled: dict[str, list[np.ndarray]] = {name: [] for name in observed}
-    for start in range(0, GPU_RESAMPLES, batch):
-        picks = rng.integers(0, len(values), size=(min(batch, GPU_RESAMPLES - start), len(values)))
-        for name, found in statistic(values[picks]).items():
-            resampled[name].append(found)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    return {
-        name: (float(observed[name][0]), *np.percentile(np.concatenate(resampled[name]), [tail, 100 - tail]))
-        for name in observed
-    }
-
-
-def _node_split(gpus: pd.DataFrame) -> dict[str, float]:
-    """The share of the variance of log rates between nodes and within them, and the F test's p-value
-    (nodes with one GPU measured say nothing of within: left out)."""
-    logs = np.log(gpus["rate_median"].to_numpy(float))
-    nodes = gpus["node"].to_numpy()
-    groups = [logs[nodes == node] for node in pd.unique(nodes)]
-    groups = [group for group in groups if len(group) > 1]
-    if len(groups) < 2:
-        return {}
-    pooled = np.concatenate(groups)
-    total = float(((pooled - pooled.mean()) ** 2).sum())
-    between = float(sum(len(g) * (g.mean() - pooled.mean()) ** 2 for g in groups))
-    if total == 0:
-        return {}
-    return {
-        "between_nodes_share": between / total,
-        "within_nodes_share": 1 - between / total,
-        "between_nodes_p_value": float(scipy_stats.f_oneway(*groups).pvalue),
-    }
-
-
-def node_spreads(gpus: pd.DataFrame) -> pd.DataFrame:
-    """Per node: its GPUs, their spread (the seed's: (max - min) / min of median rates, in percent),
-    its slowest GPU against the cluster median, and how far apart its GPUs' timed reps began."""
-    grouped = gpus.groupby("node", sort=True)
-    rate = grouped["rate_median"]
-    return pd.DataFrame({
-        "gpus_measured": grouped.size(),
-        "spread_pct": (rate.max() - rate.min()) / rate.min() * 100,
-        "slowest_relative_rate": grouped["relative_rate"].min(),
-        "start_skew_s": grouped["start_time"].max() - grouped["start_time"].min(),
-    }).reset_index()  # fmt: skip
-
-
-def _cluster_rows(gpus: pd.DataFrame) -> list[dict[str, Any]]:
+def _cluster_rows(gpus: pd.DataFrame, node_table: pd.DataFrame) -> list[dict[str, Any]]:
     rates = gpus["rate_median"].to_numpy(float)
     rows = [single("gpus", float(len(gpus)), "gpus"), single("nodes", float(gpus["node"].nunique()), "nodes")]
     rows.append(single("gpus_per_node", float(gpus.groupby("node").size().median()), "gpus", "median"))
@@ -192,7 +138,7 @@ def _cluster_rows(gpus: pd.DataFrame) -> list[dict[str, Any]]:
         single("rate", float(gpus["rate_ci_high"].median()), "TFLOP/s", "cluster_median_ci_high"),
     ]
     if len(gpus) >= 4:
-        for name, (value, low, high) in _over_gpus(rates, _variation).items():
+        for name, (value, low, high) in over_units(rates, _variation).items():
             rows.append(single("variation", value, "%", name))
             if name not in EXTREMES:
                 rows += [single("variation", low, "%", f"{name}_ci_low"),
@@ -212,12 +158,8 @@ def _cluster_rows(gpus: pd.DataFrame) -> list[dict[str, Any]]:
         single("outliers", float(slow["at_power_cap"].sum()), "gpus", "slow_at_power_cap"),
         single("outliers", float(slow["at_thermal_cap"].sum()), "gpus", "slow_at_thermal_cap"),
     ]
-    rows += [single("node_split", value, "1", name) for name, value in _node_split(gpus).items()]
-    nodes = node_spreads(gpus)
-    spreads = nodes.loc[nodes["gpus_measured"] > 1, "spread_pct"]
-    if len(spreads):
-        rows += [single("node_spread", float(spreads.median()), "%", "median"),
-                 single("node_spread", float(spreads.max()), "%", "max")]  # fmt: skip
+    rows += [single("node_split", value, "1", name) for name, value in nodes.node_split(gpus).items()]
+    rows += nodes.spread_rows(node_table)
     for metric, _unit in CORRELATED:
         found = spearman_interval(gpus["rate_median"], gpus[f"{metric}_median"])
         if math.isfinite(found.value):
@@ -230,14 +172,15 @@ def _cluster_rows(gpus: pd.DataFrame) -> list[dict[str, Any]]:
 def summarise(reps: pd.DataFrame, campaign: str) -> dict[str, pd.DataFrame]:
     """The campaign's tables from its reps (layout.read_campaign): `gpus` (long: one row per GPU, metric
     and statistic), `summary` (long: the cluster), `outliers` and `node_spreads` (one row per GPU / node)."""
-    gpu_frames, summary_rows, outliers, nodes = [], [], [], []
+    gpu_frames, summary_rows, outliers, node_tables = [], [], [], []
     for (profile, backend, n), group in reps.groupby(GROUP, sort=True):
         keys = {"campaign": campaign, "profile": profile, "backend": backend, "n": int(n)}
         gpus = per_gpu(group)
+        node_table = nodes.node_spreads(gpus, nodes.gpus_alike_p_values(group))
         gpu_frames.append(long_gpus(gpus).assign(**keys))
-        summary_rows += [{**keys, **row} for row in _cluster_rows(gpus)]
+        summary_rows += [{**keys, **row} for row in _cluster_rows(gpus, node_table)]
         outliers.append(gpus[gpus["outlier"] != ""].assign(**keys))
-        nodes.append(node_spreads(gpus).assign(**keys))
+        node_tables.append(node_table.assign(**keys))
     key_columns = ["campaign", *GROUP]
 
     def ordered(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -248,7 +191,7 @@ def summarise(reps: pd.DataFrame, campaign: str) -> dict[str, pd.DataFrame]:
         "gpus": ordered(gpu_frames),
         "summary": ordered([pd.DataFrame(summary_rows)]) if summary_rows else ordered([]),
         "outliers": ordered(outliers),
-        "node_spreads": ordered(nodes),
+        "node_spreads": ordered(node_tables),
     }
 
 

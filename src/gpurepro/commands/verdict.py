@@ -1,6 +1,7 @@
 """`gpurepro verdict --profile P --tables T.csv... --md verdict.md --csv verdict.csv`: check the claims of
-config/expected/ against a run's tables, on whatever GPU the run measured. A claim outside tolerance is a
-result, not an error: the command succeeds unless --fail-on-outside is given."""
+config/expected/ against a run's tables, on whatever GPU the run measured; with `--campaign FOLDER`
+instead, the claims about a cluster's GPUs against a campaign's tables (verdict/campaign.py). A claim
+outside tolerance is a result, not an error: the command succeeds unless --fail-on-outside is given."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..campaign import aggregate
 from ..errors import GpureproError
 from ..hardware import load_hardware
 from ..profiles import project_root
+from ..verdict import campaign as on_campaign
 from ..verdict import render
 from ..verdict.claims import load_claims
 from ..verdict.evaluate import evaluate
@@ -60,6 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--plots", nargs="*", type=Path, default=[], help="the run's plots/<name>.png")
     parser.add_argument(
+        "--campaign", type=Path,
+        help="a campaign's folder (results/<device>/campaign/<name>): judge the claims about a cluster's "
+        "GPUs from its tables/campaign_*.csv instead of a run's tables (its plots/ are linked)",
+    )  # fmt: skip
+    parser.add_argument(
         "--gpus", type=int, help="GPUs the run had (claims that need more are not measured); default: "
         "the GPUs its tables name",
     )  # fmt: skip
@@ -92,19 +100,36 @@ def _table_rules(pairs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     hardware = load_hardware(args.hardware)
     claims = load_claims(args.claims, args.schema, hardware, load_points(args.points))
-    tables = {path.stem: pd.read_csv(path) for path in args.tables}
     link_from = args.md.parent if args.md else Path.cwd()
-    plots = {path.stem: os.path.relpath(path, link_from) for path in args.plots}
-    outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
+
+    def linked(paths: list[Path]) -> dict[str, str]:
+        return {path.stem: os.path.relpath(path, link_from) for path in paths}
+
+    if args.campaign is None:
+        title = args.profile
+        tables = {path.stem: pd.read_csv(path) for path in args.tables}
+        plots = linked(args.plots)
+        outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
+        measured = how_measured(args.results)
+    else:
+        if args.tables or args.gpus is not None:
+            raise GpureproError(
+                "--campaign reads the campaign's own tables and counts its GPUs: give --tables and --gpus, "
+                "or --campaign, not both"
+            )
+        tables = aggregate.read_tables(args.campaign)
+        title = f"{args.profile}, campaign {on_campaign.name_of(args.campaign, tables)}"
+        plots = linked(args.plots or sorted((args.campaign / "plots").glob("*.png")))
+        outcomes = on_campaign.judge(claims, tables, hardware, plots)
+        measured = on_campaign.provenance(args.campaign)
     here = Here.of(tables, args.gpus)
-    measured = how_measured(args.results)
     drawn = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
-    page = render.markdown(outcomes, args.profile, here, measured, drawn)
+    page = render.markdown(outcomes, title, here, measured, drawn)
     outputs = {
         args.md: page,
         args.csv: render.frame(outcomes).to_csv(index=False),
-        args.html: render.to_html(outcomes, args.profile, here, measured, drawn),
-        args.rst: render.landing_page(outcomes, args.profile, here, measured, drawn),
+        args.html: render.to_html(outcomes, title, here, measured, drawn),
+        args.rst: render.landing_page(outcomes, title, here, measured, drawn),
     }
     for path, text in outputs.items():
         if path is not None:
@@ -112,5 +137,5 @@ def run(args: argparse.Namespace) -> int:
             path.write_text(text)
     if args.md is None:
         print(page)
-    print(f"verdict for profile {args.profile}: {render.summary(outcomes)}", file=sys.stderr)
+    print(f"verdict for profile {title}: {render.summary(outcomes)}", file=sys.stderr)
     return 1 if args.fail_on_outside and any(o.grade == NOT_HELD for o in outcomes) else 0

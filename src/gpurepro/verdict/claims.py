@@ -122,6 +122,29 @@ class Population:
 
 
 @dataclass(frozen=True)
+class Beside:
+    """A statistic of a figure's rows printed beside it, with what it is (e.g. ours beside SC22's)."""
+
+    statistic: str
+    says: str
+    interval: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class OnCampaign:
+    """How a claim reads on a campaign (a cluster's GPUs measured node by node): its value from the
+    campaign's tables, the GPUs it takes to judge (a Population: fewer read "not testable here"), its
+    own direction where the run's reads a statistic no campaign table has, what the figure is, and the
+    figures printed beside it."""
+
+    measure: Selection
+    needs: Population | None = None
+    direction: Direction | None = None
+    definition: str | None = None
+    beside: tuple[Beside, ...] = ()
+
+
+@dataclass(frozen=True)
 class Sweep:
     """A claim about a point's place in a sweep (a plateau): judged only where the run swept at least
     `at_least` values of `column` at the point's other keys."""
@@ -157,6 +180,7 @@ class Claim:
     needs_sweep: Sweep | None = None
     plot: str | None = None
     note: str | None = None
+    campaign: OnCampaign | None = None  # how a campaign's tables judge it, where they can
 
     @property
     def shown_unit(self) -> str:
@@ -316,6 +340,9 @@ def _check_points(claim: Claim, points: PointKeys, place: str) -> None:
             check_selection(other.table, other.where, other.reduce, points, place, key)
     for index, point in enumerate(claim.order):
         check_selection(measure.table, {**measure.where, **point}, "single", points, place, f"order.{index}")
+    if claim.campaign is not None:
+        on = claim.campaign.measure
+        check_selection(on.table, on.where, on.reduce, points, place, "campaign.measure")
 
 
 def _load_file(file: Path, schema: Path) -> list[Claim]:
@@ -396,7 +423,25 @@ def _claim(
         needs_sweep=Sweep(needs["sweep"]["column"], needs["sweep"]["at_least"]) if "sweep" in needs else None,
         plot=item.get("plot"),
         note=item.get("note"),
+        campaign=_on_campaign(item["campaign"]) if "campaign" in item else None,
     )
+
+
+def _on_campaign(data: dict[str, Any]) -> OnCampaign:
+    needs = data.get("needs")
+    return OnCampaign(
+        measure=_selection(data["measure"]),
+        needs=Population(needs["gpus"], needs["why"].strip()) if needs else None,
+        direction=_direction(data["direction"]) if "direction" in data else None,
+        definition=" ".join(data["definition"].split()) if "definition" in data else None,
+        beside=tuple(
+            Beside(b["statistic"], " ".join(b["says"].split()), _interval(b)) for b in data.get("beside", [])
+        ),
+    )
+
+
+def _interval(data: dict[str, Any]) -> tuple[str, str] | None:
+    return (data["interval"]["low"], data["interval"]["high"]) if "interval" in data else None
 
 
 def _direction(direction: dict[str, Any]) -> Direction:
@@ -463,9 +508,7 @@ def _other_side(item: dict[str, Any], key: str, measure: Selection, where: str) 
         statistic=other.get("statistic", measure.statistic),
         where={**measure.where, **other.get("where", {})},
         reduce=other.get("reduce", measure.reduce),
-        interval=(other["interval"]["low"], other["interval"]["high"])
-        if "interval" in other
-        else measure.interval,
+        interval=_interval(other) or measure.interval,
     )
     if "each" in (measure.reduce, selection.reduce):
         raise GpureproError(
@@ -481,5 +524,5 @@ def _selection(data: dict[str, Any]) -> Selection:
         statistic=data["statistic"],
         where=dict(data.get("where", {})),
         reduce=data.get("reduce", "single"),
-        interval=(data["interval"]["low"], data["interval"]["high"]) if "interval" in data else None,
+        interval=_interval(data),
     )

@@ -145,14 +145,11 @@ class _Judge:
         )
 
     def _untestable(self, claim: Claim) -> str:
-        """Why the run cannot test the claim though it measured: a population it does not hold, or a
-        sweep too narrow to show a plateau."""
+        """Why the run cannot test the claim though it measured: a population it does not hold (a
+        cluster's tail, a cluster's variation), or a sweep too narrow to show a plateau."""
         population = claim.needs_population
         if population is not None and self.here.gpu_count < population.gpus:
-            return (
-                f"a bound over a population: needs {population.gpus} GPUs of one model, "
-                f"{self.here.gpu_count} here ({population.why})"
-            )
+            return f"needs {population.gpus} GPUs of one model, {self.here.gpu_count} here ({population.why})"
         sweep = claim.needs_sweep
         if sweep is not None and claim.measure.table in self.tables:  # else: not measured, saying why
             values = swept(claim.measure, sweep.column, self.tables)

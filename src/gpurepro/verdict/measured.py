@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 SIDECARS = "*/raw/**/*.provenance.json"
+TRACE_SIDECAR = ".telemetry.provenance.json"
+LISTED_GPUS = 8  # GPUs named one by one in the head; more (a campaign's cluster) are counted by name
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,19 @@ class HowMeasured:
             f"Commit: {listed(self.commits)}",
             f"torch {listed(self.torch)}, CUDA {listed(self.cuda)}, driver {listed(self.drivers)}",
             f"Measured {self.first or '?'} to {self.last or '?'} (UTC)",
-            f"GPUs: {listed(self.gpus) if self.gpus else 'none (the CPU)'}",
+            f"GPUs: {self._gpus() if self.gpus else 'none (the CPU)'}",
             f"Processes (raw files) per study: {studies or 'none'}; each claim names the processes behind "
             "each side of its figure",
         ]
+
+    def _gpus(self) -> str:
+        """Each GPU by name and UUID; a cluster's (more than LISTED_GPUS) counted by name, as its
+        campaign's tables name each one."""
+        if len(self.gpus) <= LISTED_GPUS:
+            return ", ".join(self.gpus)
+        names = Counter(gpu.rsplit(" ", 1)[0] for gpu in self.gpus)
+        counted = ", ".join(f"{count} {name}" for name, count in names.most_common())
+        return f"{counted} (each by UUID in the tables)"
 
 
 def _unique(values: list[Any]) -> tuple[str, ...]:
@@ -82,20 +93,25 @@ def _plans(results: Path, hashes: list[str | None]) -> str:
     return ", ".join(f"{plan} ({n} raw file{'s' if n != 1 else ''})" for plan, n in plans.most_common())
 
 
-def how_measured(results: Path | str | None) -> HowMeasured:
+def how_measured(
+    results: Path | str | None, sidecars: str = SIDECARS, study: str | None = None
+) -> HowMeasured:
     """What the sidecars under `results` (one device's folder) recorded, the plan from the resolved
-    configs they name."""
+    configs they name. `sidecars`: which of its sidecars (a campaign's: campaign/<name>/raw/**/...), each
+    counted under `study`, else under the first folder of its path."""
     if results is None:
         return HowMeasured()
     results = Path(results)
     records = []
     studies: Counter[str] = Counter()
-    for path in sorted(results.glob(SIDECARS)):
+    for path in sorted(results.glob(sidecars)):
+        if path.name.endswith(TRACE_SIDECAR):  # a process's telemetry trace: its table counts it
+            continue
         try:
             records.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-        studies[path.relative_to(results).parts[0]] += 1
+        studies[study or path.relative_to(results).parts[0]] += 1
     gpus = [gpu for record in records for gpu in record.get("gpus") or []]
     software = [record.get("software") or {} for record in records]
     starts = sorted(str(r["start_time"]) for r in records if r.get("start_time"))
@@ -106,7 +122,11 @@ def how_measured(results: Path | str | None) -> HowMeasured:
         torch=_unique([s.get("torch") for s in software]),
         cuda=_unique([s.get("torch_cuda") for s in software]),
         drivers=_unique(
-            [f"{gpu.get('driver_version')} (CUDA {gpu.get('cuda_driver_version')})" for gpu in gpus]
+            [
+                f"{gpu['driver_version']} (CUDA {gpu.get('cuda_driver_version')})"
+                for gpu in gpus
+                if gpu.get("driver_version")
+            ]
         ),
         first=starts[0] if starts else "",
         last=(ends or starts)[-1] if (ends or starts) else "",
