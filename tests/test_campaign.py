@@ -213,3 +213,36 @@ def test_a_drained_node_is_recorded_not_submitted_and_a_measured_one_is_done(tmp
     assert re.fullmatch(plan.node_pattern(found.unavailable), "n2") and not re.fullmatch(
         plan.node_pattern([]), ""
     )
+
+
+def test_gpurepro_compare_of_two_campaign_folders_matches_their_gpus(tmp_path: Path) -> None:
+    folders = []
+    for name, noise in (("a", None), ("b", 5)):
+        model = synthetic.Model(nodes=4, reps=10, slow_fraction=0.25, seed=3, noise_seed=noise)
+        synthetic.write(model, tmp_path / name)
+        aggregate.write(aggregate.aggregate(tmp_path / name / "raw", name), tmp_path / name / "tables")
+        folders.append(str(tmp_path / name))
+    # one card lost 20% between the campaigns
+    b_gpus = tmp_path / "b" / "tables" / aggregate.FILES["gpus"]
+    table = pd.read_csv(b_gpus)
+    card = table["gpu_uuid"] == table["gpu_uuid"].iloc[0]
+    table.loc[card & table["metric"].isin(["rate", "relative_rate"]), "value"] *= 0.8
+    table.to_csv(b_gpus, index=False)
+    out = tmp_path / "cmp"
+    result = run_gpurepro("compare", *folders, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    # the same 16 cards measured again: matched by UUID, the slow ones slow again
+    assert "cublas N=25536: 16 GPUs matched by UUID, rank correlation" in result.stderr
+    summary = pd.read_csv(out / "campaign_compare.csv").set_index("statistic")["value"]
+    assert summary["matched"] == 16 and summary["spearman"] > 0.8
+    page = (out / "campaign_compare.md").read_text()
+    assert page.startswith("# Campaign against campaign") and "16 GPUs matched by UUID" in page
+    gpus = pd.read_csv(out / "campaign_compare_gpus.csv")
+    named = gpus[gpus["changed"] | gpus["slow_in_both"]]
+    assert table["gpu_uuid"].iloc[0] in set(named["gpu_uuid"]) and f"{table['gpu_uuid'].iloc[0]} |" in page
+    assert sum(line.startswith("| cublas 25536 |") for line in page.splitlines()) == len(named)
+    # a campaign against a run's results folder is refused, naming the folder that is not a campaign's
+    run = tmp_path / "run" / "tables"
+    run.mkdir(parents=True)
+    result = run_gpurepro("compare", folders[0], str(run.parent), "--out", str(tmp_path / "x"))
+    assert result.returncode != 0 and f"{run.parent} is not a campaign's folder" in result.stderr

@@ -40,9 +40,9 @@ def write(found: dict[str, pd.DataFrame], folder: Path | str) -> list[Path]:
     return paths
 
 
-def read_tables(folder: Path | str) -> dict[str, pd.DataFrame]:
-    """A campaign folder's tables (tables/campaign_*.csv), by file name without .csv; an error naming the
-    folder and how to make them where they are not there."""
+def table_path(folder: Path | str, name: str) -> Path:
+    """One of a campaign folder's tables (`name`: a key of FILES), or an error naming the folder and
+    saying how to make it."""
     folder = Path(folder)
     if not layout.is_campaign(folder):
         raise GpureproError(
@@ -50,11 +50,16 @@ def read_tables(folder: Path | str) -> dict[str, pd.DataFrame]:
             f"{layout.NODE_RECORD} or {folder / layout.TABLES}/{FILES['gpus']} "
             "(e.g. results/v100/campaign/<name>)"
         )
-    missing = [file for file in FILES.values() if not (folder / layout.TABLES / file).is_file()]
-    if missing:
+    path = folder / layout.TABLES / FILES[name]
+    if not path.is_file():
         raise GpureproError(
-            f"{folder}: no {', '.join(f'{layout.TABLES}/{file}' for file in missing)}: make the campaign's "
-            f"tables first (gpurepro campaign tables {folder / layout.RAW} --campaign NAME --out-dir "
-            f"{folder / layout.TABLES}, or snakemake campaign)"
+            f"{folder}: no {layout.TABLES}/{FILES[name]}: make the campaign's tables first (gpurepro "
+            f"campaign tables {folder / layout.RAW} --campaign NAME --out-dir {folder / layout.TABLES}, or "
+            "snakemake campaign)"
         )
-    return {Path(file).stem: pd.read_csv(folder / layout.TABLES / file) for file in FILES.values()}
+    return path
+
+
+def read_tables(folder: Path | str) -> dict[str, pd.DataFrame]:
+    """A campaign folder's tables (tables/campaign_*.csv), by file name without .csv."""
+    return {Path(file).stem: pd.read_csv(table_path(folder, name)) for name, file in FILES.items()}

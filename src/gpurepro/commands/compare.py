@@ -1,11 +1,14 @@
 """`gpurepro compare A B [--out DIR]`: two runs' results folders side by side, metric by metric, and
-what changed between them (GPU, driver, packages, clocks, container, config, commit)."""
+what changed between them (GPU, driver, packages, clocks, container, config, commit); or two campaigns'
+folders, GPU by GPU matched by UUID (compare/campaigns.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from ..campaign import layout
+from ..compare import campaigns
 from ..compare.folders import default_out
 from ..compare.outputs import write
 
@@ -19,16 +22,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "processes (with one process a side, the project's measured between-process spread, "
         "config/between_process.yaml), graded same within noise, faster/slower (higher/lower) or not "
         "comparable with the reason; dispersions as differences in their own units; then the "
-        "provenance fields that differ. Writes compare.md, compare.csv, compare.html and compare.png.",
+        "provenance fields that differ. Writes compare.md, compare.csv, compare.html and compare.png. Two "
+        "campaigns' folders instead: their GPUs matched by UUID, the rank correlation of their standing "
+        "in their clusters with an interval, and which GPUs changed standing (campaign_compare.*).",
     )
-    parser.add_argument("a", help="run A, the baseline: a results folder of one device, e.g. results/h100")
-    parser.add_argument("b", help="run B, compared against A: e.g. results-rerun/h100")
+    parser.add_argument(
+        "a", help="run A, the baseline: a results folder of one device, e.g. results/h100, or a campaign's "
+        "folder, e.g. results/v100/campaign/2026-11",
+    )  # fmt: skip
+    parser.add_argument("b", help="run B, compared against A: e.g. results-rerun/h100 (or another campaign)")
     parser.add_argument("--out", help="folder for the outputs (default: results/compare/<A>_vs_<B>)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out(args.a, args.b)
-    paths, summary = write(args.a, args.b, out)
+    # two campaigns' folders: their GPUs matched by UUID (one that is not a campaign's is refused, naming it)
+    if layout.is_campaign(args.a) or layout.is_campaign(args.b):
+        paths, summary = campaigns.write_folders(args.a, args.b, out)
+    else:
+        paths, summary = write(args.a, args.b, out)
     print(f"compare {args.a} -> {args.b}: {summary}; wrote {', '.join(map(str, paths))}", file=sys.stderr)
     return 0

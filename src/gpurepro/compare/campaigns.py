@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..campaign import aggregate
 from ..campaign.intervals import spearman_interval
 from ..campaign.tables import wide_gpus
 from ..tables import single
@@ -73,12 +74,13 @@ def summarise(matched: pd.DataFrame) -> pd.DataFrame:
 
 
 def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
-    """Compare two campaigns' per-GPU tables; write the summary and the per-GPU matches into `out`."""
+    """Compare two campaigns' per-GPU tables; write the summary, the per-GPU matches and a page naming
+    the GPUs that changed standing or were slow in both into `out`."""
     matched = match_gpus(pd.read_csv(a), pd.read_csv(b))
     summary = summarise(matched)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "campaign_compare.csv", out / "campaign_compare_gpus.csv"]
+    paths = [out / "campaign_compare.csv", out / "campaign_compare_gpus.csv", out / "campaign_compare.md"]
     summary.to_csv(paths[0], index=False)
     matched.to_csv(paths[1], index=False)
     lines = []
@@ -89,4 +91,37 @@ def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], st
             f"{value['spearman']:.2f} [{value['spearman_ci_low']:.2f}, {value['spearman_ci_high']:.2f}], "
             f"{int(value['changed_standing'])} changed standing, {int(value['slow_in_both'])} slow in both"
         )
+    paths[2].write_text(_page(matched, lines, a, b))
     return paths, "; ".join(lines)
+
+
+def write_folders(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
+    """Compare two campaign folders (results/<device>/campaign/<name>) by their per-GPU tables."""
+    return write(aggregate.table_path(a, "gpus"), aggregate.table_path(b, "gpus"), out)
+
+
+def _page(matched: pd.DataFrame, lines: list[str], a: Path | str, b: Path | str) -> str:
+    """The comparison to read: one line per backend and N, then each GPU that changed standing or was a
+    slow outlier in both, by node, GPU and UUID."""
+    shown = matched[matched["changed"] | matched["slow_in_both"]].sort_values("relative_ratio")
+    rows = [
+        f"| {r.backend} {r.n} | {r.node_a}/{r.gpu_a} | {r.node_b}/{r.gpu_b} | {r.gpu_uuid} | "
+        f"{r.relative_rate_a:.4f} | {r.relative_rate_b:.4f} | {r.relative_ratio:.4f} "
+        f"[{r.relative_ratio_ci_low:.4f}, {r.relative_ratio_ci_high:.4f}] | "
+        f"{'changed' if r.changed else ''}{', ' if r.changed and r.slow_in_both else ''}"
+        f"{'slow in both' if r.slow_in_both else ''} |"
+        for r in shown.itertuples()
+    ]
+    return "\n".join([
+        f"# Campaign against campaign: B ({b}) against A ({a})",
+        "",
+        *(f"- {line}" for line in lines),
+        "",
+        "GPUs matched by UUID. A GPU's standing is its rate over its own cluster's median GPU; it changed "
+        "where the interval of B's standing over A's excludes 1.",
+        "",
+        "| backend N | A: node/GPU | B: node/GPU | UUID | standing A | standing B | B / A [95%] | |",
+        "|---|---|---|---|---|---|---|---|",
+        *(rows or ["| none | | | | | | | |"]),
+        "",
+    ])  # fmt: skip
