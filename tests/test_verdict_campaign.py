@@ -148,5 +148,5 @@ def test_the_command_writes_a_campaigns_verdict(cluster64: Path, tmp_path: Path)
     bare = tmp_path / "bare"
     synthetic.write(synthetic.Model(nodes=1, reps=6), bare)
     result = run_gpurepro("verdict", "--profile", "v100", "--campaign", str(bare))
-    assert result.returncode != 0 and "tables/campaign_summary.csv" in result.stderr
+    assert result.returncode != 0 and "bare: no tables/campaign_gpus.csv" in result.stderr
     assert "gpurepro campaign tables" in result.stderr
