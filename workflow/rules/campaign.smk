@@ -2,7 +2,9 @@
 # once (`gpurepro campaign node`), through SLURM one exclusive job per node (profiles/slurm), or this
 # machine alone without it. Nodes SLURM will not run a job on are recorded as unavailable with SLURM's
 # reason; each try at a node gets its own attempt folder, so a rerun measures only the nodes without a
-# measured attempt and never writes into an earlier try (gpurepro/campaign/layout.py, plan.py).
+# measured attempt and never writes into an earlier try (gpurepro/campaign/layout.py, plan.py), but for
+# the record of a try whose job ended before it could write one (killed: SIGKILL, its node down), which
+# the tables step writes once the job has ended, with SLURM's state (gpurepro/campaign/unrecorded.py).
 # Then the cluster's tables, figure and verdict, in the campaign's own folder (results/<device>/campaign/
 # <name>/tables/campaign_*.csv, plots/campaign.png, verdict.md): apart from the run's tables/ and plots/,
 # whose every file the report and `all` collect, as a campaign is asked for on its own (`snakemake
@@ -111,6 +113,9 @@ rule campaign_node:
         n=VARIABILITY["n"],
         reps=VARIABILITY["reps"],
         runs=VARIABILITY["runs"],
+        # a run's processes still running past the run's estimate and the time limit's margin are
+        # stopped and named in the node's record (a hung GPU); SLURM's time limit is recorded too
+        run_timeout=int((CAMPAIGN["run_minutes"] + 15) * 60),
         devices=CAMPAIGN_DEVICES,
         out_dir=lambda wildcards, output: Path(output.record).parent,
         log_dir=lambda wildcards: f"{RESULTS}/logs/campaign/{wildcards.node}_attempt{wildcards.attempt}",
@@ -124,6 +129,7 @@ rule campaign_node:
     shell:
         container_exec_all_gpus()
         + "gpurepro campaign node {params.n} {params.reps} --runs {params.runs} "
+        "--run-timeout-s {params.run_timeout} "
         f"--backend {CAMPAIGN_BACKEND} "
         "{params.devices} --out-dir {params.out_dir} --log-dir {params.log_dir} "
         "--sgemm-args '{params.sgemm}' > {log} 2>&1"

@@ -19,7 +19,7 @@ def aggregate(raw: Path | str, campaign: str, nodes: list[str] | None = None) ->
     node that was never tried is listed too. The nodes table has one row per try at each node, its
     status and reason, and for the try that was read, its GPUs' spread and start-time skew."""
     raw = Path(raw)
-    nodes = nodes if nodes is not None else sorted(p.name for p in raw.iterdir() if p.is_dir())
+    nodes = layout.nodes_of(raw, nodes)
     found = tables.summarise(layout.read_campaign(raw, nodes), campaign)
     tries = layout.nodes_table(raw, nodes)
     spreads = found.pop("node_spreads")

@@ -27,6 +27,7 @@ import pandas as pd
 from ..results import write_json
 
 NODE_RECORD = "node.json"
+JOB_RECORD = "job.json"  # the node job's host, process, start and SLURM job, written as it starts
 ATTEMPT = re.compile(r"^attempt(\d+)$")
 RAW_NAME = re.compile(r"^(?P<backend>\w+?)_gpu(?P<gpu>\w+)_run(?P<run>\d+)\.csv$")
 # The reps columns a campaign reads (a raw file has more): fewer columns read faster at 10,000 GPUs.
@@ -66,9 +67,14 @@ def write_record(folder: Path | str, record: dict[str, Any]) -> Path:
     return write_json(Path(folder) / NODE_RECORD, record)
 
 
-def read_record(folder: Path | str) -> dict[str, Any] | None:
-    path = Path(folder) / NODE_RECORD
+def read_record(folder: Path | str, name: str = NODE_RECORD) -> dict[str, Any] | None:
+    path = Path(folder) / name
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def write_job(folder: Path | str, job: dict[str, Any]) -> Path:
+    """The node job's note of where, when and as which process and SLURM job it runs, once."""
+    return write_json(Path(folder) / JOB_RECORD, job)
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,11 @@ class Attempt:
         if self.record:
             return str(self.record.get("reason") or "")
         return "the job ended before recording (killed, out of time, or its node failed): see its log"
+
+
+def nodes_of(raw: Path | str, nodes: list[str] | None = None) -> list[str]:
+    """The nodes asked for, or where none are named, every node folder under raw/."""
+    return nodes if nodes is not None else sorted(p.name for p in Path(raw).iterdir() if p.is_dir())
 
 
 def attempts(raw: Path | str, node: str) -> list[Attempt]:
@@ -178,7 +189,7 @@ def read_campaign(raw: Path | str, nodes: list[str] | None = None) -> pd.DataFra
     node record (UUID, serial, PCI bus id, VBIOS, power limit, driver, start time), and each run's
     energy per product from its sidecar."""
     raw = Path(raw)
-    nodes = nodes if nodes is not None else sorted(p.name for p in raw.iterdir() if p.is_dir())
+    nodes = nodes_of(raw, nodes)
     paths: list[Path] = []
     files: list[dict[str, Any]] = []
     for node in nodes:

@@ -13,14 +13,18 @@ On the cpu profile, `stand_ins` processes measure the CPU side by side, each fil
 (gpu0, gpu1, ...): the same code path, where a machine has no GPU.
 
 The node's record (layout.py) names each GPU by the node's hostname, its NVML index, UUID, serial, PCI
-bus id, VBIOS, power limit and driver. A GPU that is asked for and absent, or a process that fails,
-makes the record `failed` with the reason; the job still ends well, so the campaign goes on with the
-other nodes, and the next run tries this node again in a new attempt folder.
+bus id, VBIOS, power limit and driver. A GPU that is asked for and absent, a process that fails, is
+killed or outlives the run's time limit, or a signal that ends the node job (signals.py) makes the
+record `failed` with the reason; the job still ends well, so the campaign goes on with the other nodes,
+and the next run tries this node again in a new attempt folder. Before it measures, the job notes where
+and when it runs, its process and its SLURM job (job.json), so that a job ended before its record
+(SIGKILL) can be recorded by the next run (unrecorded.py).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import socket
 import sys
 import time
@@ -30,13 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import nvml
-from . import layout
+from . import layout, signals
+from .signals import how_ended
 
 # The per-GPU process's entry point, started by spawn with (argv, visible, log, barrier, started, key,
 # timeout_s): commands/campaign_worker.measure, handed in by the command (it runs `gpurepro sgemm`).
 Worker = Callable[..., None]
 
 LOG_TAIL_CHARS = 600  # of a failed process's log, in the node's record
+SLURM_JOB_ID = "SLURM_JOB_ID"  # set by SLURM in a job's environment
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class NodeJob:
     stand_ins: int = 0  # processes measuring the CPU, on the cpu profile
     sgemm_args: list[str] = field(default_factory=list)  # further options of `gpurepro sgemm`
     barrier_timeout_s: float = 600.0
+    run_timeout_s: float | None = None  # a run's processes still running then are stopped, and named
 
     @property
     def devices(self) -> list[str]:
@@ -106,35 +113,72 @@ def run_together(
         visible = gpu["uuid"] if job.gpus else None
         args = (_argv(job, device, run), visible, str(log), barrier, started, device, job.barrier_timeout_s)
         processes[device] = (context.Process(target=worker, args=args), log)
-    for process, _ in processes.values():
-        process.start()
-    for process, _ in processes.values():
-        process.join()
+    deadline = time.monotonic() + job.run_timeout_s if job.run_timeout_s else None
+    try:
+        for process, _ in processes.values():
+            process.start()
+        for process, _ in processes.values():
+            process.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    finally:  # the node job killed (signals.Killed), or a run past its time limit: no process outlives it
+        late = {device for device, (process, _) in processes.items() if process.is_alive()}
+        signals.stop(process for process, _ in processes.values())
     times: dict[str, float] = {}
     while len(times) < len(processes) and not started.empty():
         device, at = started.get(timeout=5)
         times[device] = at
+    stopped = f"did not end within {job.run_timeout_s or 0:g} s: stopped"
     failures = [
-        f"device {device} run {run} exited {process.exitcode}: {_log_tail(log)}"
+        f"device {device} run {run} {stopped if device in late else how_ended(process.exitcode)}: "
+        + _log_tail(log)
         for device, (process, log) in processes.items()
-        if process.exitcode != 0
+        if process.exitcode != 0 or device in late
     ]
     return times, failures
 
 
 def measure_node(job: NodeJob, worker: Worker) -> dict[str, Any]:
-    """Measure the node, one `worker` process per device a run, write its record, and return it."""
+    """Measure the node, one `worker` process per device a run, write its record, and return it. A
+    signal that ends the job (SLURM's time limit or scancel, Ctrl-C) stops the runs and is recorded."""
     hostname = socket.gethostname()
     job.out_dir.mkdir(parents=True, exist_ok=True)
     job.log_dir.mkdir(parents=True, exist_ok=True)
+    layout.write_job(job.out_dir, _started(hostname))
     settings = {"n": job.n, "reps": job.reps, "runs": job.runs, "backend": job.backend,
                 "sgemm_args": job.sgemm_args}  # fmt: skip
     record: dict[str, Any] = {"hostname": hostname, "settings": settings, "gpus": [], "runs": []}
+    with signals.caught():
+        try:
+            return _measure(job, worker, record)
+        except signals.Killed as killed:
+            written = layout.read_record(job.out_dir)
+            if written is not None:  # killed as it wrote its record: the record stands
+                return written
+            return _write(job, {**record, "status": "failed", "reason": _killed(job, record, killed)})
+
+
+def _killed(job: NodeJob, record: dict[str, Any], killed: signals.Killed) -> str:
+    run = min(len(record["runs"]) + 1, job.runs)
+    reason = f"the node job was killed by {killed} during run {run} of {job.runs}"
+    slurm = os.environ.get(SLURM_JOB_ID)
+    if slurm:
+        reason += f" (SLURM job {slurm}; SLURM sends SIGTERM at a job's time limit and on scancel)"
+    return reason
+
+
+def _started(hostname: str) -> dict[str, Any]:
+    """What the next run needs to tell how this job ended, should it end before its record: where and
+    when it ran, its process, and its SLURM job."""
+    return {"hostname": hostname, "pid": os.getpid(), "started": time.time(),
+            "slurm_job_id": os.environ.get(SLURM_JOB_ID)}  # fmt: skip
+
+
+def _measure(job: NodeJob, worker: Worker, record: dict[str, Any]) -> dict[str, Any]:
     try:
-        gpus = identities(job, hostname)
+        gpus = identities(job, record["hostname"])
     except Exception as err:  # NVML's errors are many classes: each means a GPU asked for is not there
         return _write(job, {**record, "status": "failed", "reason": f"GPUs {job.gpus}: {err}"})
     record["gpus"] = gpus
+    hostname = record["hostname"]
     for run in range(1, job.runs + 1):
         print(f"run {run}/{job.runs}: {len(gpus)} device(s) at once on {hostname}", file=sys.stderr)
         times, failures = run_together(job, run, gpus, worker)

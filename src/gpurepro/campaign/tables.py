@@ -191,7 +191,8 @@ def summarise(reps: pd.DataFrame, campaign: str) -> dict[str, pd.DataFrame]:
         "gpus": ordered(gpu_frames),
         "summary": ordered([pd.DataFrame(summary_rows)]) if summary_rows else ordered([]),
         "outliers": ordered(outliers),
-        "node_spreads": ordered(node_tables),
+        # no node measured (each failed or was killed): the nodes table still lists every try
+        "node_spreads": ordered(node_tables) if node_tables else pd.DataFrame(columns=[*key_columns, "node"]),
     }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..campaign import aggregate, layout, synthetic, tables
+from ..campaign import aggregate, layout, synthetic, tables, unrecorded
 from ..campaign import plot as campaign_plot
 from ..campaign.estimate import estimate
 from ..campaign.node import NodeJob, measure_node
@@ -46,6 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     node.add_argument("--log-dir", type=Path, required=True, help="one log per device and run")
     node.add_argument("--sgemm-args", default="", help="further options of `gpurepro sgemm`, one string")
     node.add_argument("--barrier-timeout-s", type=positive_float, default=600.0)
+    node.add_argument(
+        "--run-timeout-s", type=positive_float,
+        help="a run's processes still running after this long are stopped and the node recorded failed "
+        "(default: none; SLURM's time limit ends the job, and its SIGTERM is recorded)",
+    )  # fmt: skip
     node.set_defaults(func=_node)
 
     gone = commands.add_parser("unavailable", help="record a node SLURM will not run a job on")
@@ -54,7 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gone.add_argument("--reason", required=True, help="SLURM's state and reason")
     gone.set_defaults(func=_unavailable)
 
-    table = commands.add_parser("tables", help="a campaign's raw files to its tables")
+    table = commands.add_parser(
+        "tables",
+        help="a campaign's raw files to its tables (recording first the tries that ended unrecorded)",
+    )
     table.add_argument("raw", type=Path, help="the campaign's raw folder (<campaign>/raw)")
     table.add_argument("--campaign", required=True, help="the campaign's name, in every row")
     table.add_argument("--nodes", nargs="*", help="the nodes it asked for (default: every folder in raw)")
@@ -92,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _node(args: argparse.Namespace) -> int:
     job = NodeJob(
         args.n, args.reps, args.runs, args.backend, args.gpus or [], args.out_dir, args.log_dir,
-        args.stand_ins or 0, shlex.split(args.sgemm_args), args.barrier_timeout_s,
+        args.stand_ins or 0, shlex.split(args.sgemm_args), args.barrier_timeout_s, args.run_timeout_s,
     )  # fmt: skip
     measure_node(job, campaign_worker.measure)
     return 0
@@ -113,6 +121,11 @@ def _tables(args: argparse.Namespace) -> int:
         )
     if not args.raw.is_dir():
         raise GpureproError(f"{args.raw} is not a campaign's raw folder: no node has been tried")
+    for attempt in unrecorded.record(args.raw, args.nodes):
+        print(
+            f"node {attempt.node} attempt {attempt.number}: recorded failed: {attempt.reason}",
+            file=sys.stderr,
+        )
     found = aggregate.aggregate(args.raw, args.campaign, args.nodes)
     paths = aggregate.write(found, args.out_dir)
     print(f"wrote {', '.join(map(str, paths))}", file=sys.stderr)
