@@ -153,8 +153,8 @@ def test_a_dry_run_estimates_only_the_jobs_it_planned(workflow_copy: Path) -> No
     assert (
         "measurements: inference 9 jobs" in one_figure and "hfta" not in one_figure.split("jobs planned")[1]
     )
-    # the worst case of the rounds of more processes: BERT's cap alone (quick: 2 a family of points)
-    assert "at worst 2 more processes where claims stay inconclusive" in one_figure
+    # the worst case of the rounds of more processes: BERT's cap alone (quick: 1 a family of points)
+    assert "at worst 1 more process where claims stay inconclusive" in one_figure
 
 
 def test_the_full_h100_plan_fits_a_gpu_day(workflow_copy: Path) -> None:

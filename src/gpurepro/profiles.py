@@ -156,3 +156,12 @@ def idle_seconds(section: Mapping[str, Any], config: Mapping[str, Any]) -> float
     telemetry = config["telemetry"]
     own = float(section.get("idle_seconds", telemetry["idle_seconds"]))
     return max(own, float(telemetry["min_energy_window_s"]))
+
+
+def cooldown_max_wait_s(config: Mapping[str, Any]) -> float:
+    """The longest cool-down wait before a point: config telemetry.cooldown_max_wait_s, or in a quick run
+    telemetry.quick.cooldown_max_wait_s where set (a quick run checks every claim within minutes; its hot
+    points on a card that started cold would each wait 20-45 s to get back to its first temperature)."""
+    telemetry = config["telemetry"]
+    quick = (telemetry.get("quick") or {}) if config.get("quick") else {}
+    return float(quick.get("cooldown_max_wait_s", telemetry["cooldown_max_wait_s"]))

@@ -339,7 +339,8 @@ def measurement_flags(energy_window_s=None, section=None):
         f"--profile {DEVICE} --seed {config['seed']} --pin {pin} "
         f"--rate-hz {t['rate_hz']} --sampler {t['sampler']} "
         f"--idle-seconds {idle} --energy-window-s {window} "
-        f"--cooldown-max-wait-s {t['cooldown_max_wait_s']} --idle-temperature-dir {RESULTS}/cooldown"
+        f"--cooldown-max-wait-s {profiles.cooldown_max_wait_s(config)} "
+        f"--idle-temperature-dir {RESULTS}/cooldown"
     )
 
 

@@ -3,7 +3,13 @@
 # table (`sgemm` target) and one figure (`plot_sgemm` target).
 
 SGEMM = PROFILE["sgemm"]
-SGEMM_BACKENDS = ["torch", *KERNEL_BACKENDS]
+# The profile's backends (a quick run's: the kernels), of those this machine can build; torch where it
+# can build none, so the study always measures something.
+SGEMM_BACKENDS = [
+    backend
+    for backend in SGEMM.get("backends", ["torch", *KERNEL_BACKENDS])
+    if backend == "torch" or backend in KERNEL_BACKENDS
+] or ["torch"]
 
 
 rule sgemm_run:

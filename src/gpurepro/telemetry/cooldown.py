@@ -40,8 +40,9 @@ COOLDOWN_MARGIN_C = 1.0  # within this of its idle temperature a device has no h
 # Seconds a GPU is left alone after the previous measurement on it ended, before the next looks at it: its
 # driver keeps the clocks up for a moment after the last context goes (H100: 1980 MHz and 124 W for the
 # first second, 72 W idle from the second on). Jobs forked from the fork server start within a second of
-# the previous one's end, so without this an idle baseline would open inside that moment.
-SETTLE_S = 4.0
+# the previous one's end, so without this an idle baseline would open inside that moment. 2.5 s: the
+# second that moment lasts, and as long again for cards that hold their clocks a little longer.
+SETTLE_S = 2.5
 
 
 @dataclass(frozen=True)
