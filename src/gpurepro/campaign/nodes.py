@@ -10,6 +10,7 @@ nodes. Like that test, it takes each rep as a sample, so a slow run of one GPU c
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from ..tables import single
 from .intervals import over_units
 
 ALPHA = 0.05  # a node's GPUs "differ" where its test's p-value is below it
+MIN_NODES = 4  # nodes of two or more GPUs for an interval of the median node spread
 
 
 def gpus_alike_p_values(reps: pd.DataFrame) -> pd.Series:
@@ -59,14 +61,16 @@ def node_spreads(gpus: pd.DataFrame, p_values: pd.Series | None = None) -> pd.Da
 
 def spread_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
     """The cluster's node spread, over the nodes with two or more GPUs: its median with a seeded
-    interval over resampled nodes and its maximum; the median over nodes of the p-value of "the node's
-    GPUs alike" (below ALPHA: in more than half the nodes the GPUs differ) and the share of nodes whose
-    GPUs differ."""
+    interval over resampled nodes (none from fewer than MIN_NODES) and its maximum; the median over
+    nodes of the p-value of "the node's GPUs alike" (below ALPHA: in more than half the nodes the GPUs
+    differ) and the share of nodes whose GPUs differ."""
     several = nodes[nodes["gpus_measured"] > 1]
     spreads = several["spread_pct"].to_numpy(float)
     if not len(spreads):
         return []
-    median, low, high = over_units(spreads, lambda v: {"median": np.median(v, axis=-1)})["median"]
+    median, low, high = float(np.median(spreads)), math.nan, math.nan
+    if len(spreads) >= MIN_NODES:  # fewer nodes resample to the few values there are: no interval
+        median, low, high = over_units(spreads, lambda v: {"median": np.median(v, axis=-1)})["median"]
     rows = [
         single("node_spread", median, "%", "median"),
         single("node_spread", low, "%", "median_ci_low"),
