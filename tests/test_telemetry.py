@@ -20,6 +20,7 @@ from gpurepro.telemetry import (
     CpuSource,
     EnergyMeter,
     ThreadSampler,
+    busy,
     cooldown_levels,
     forget_levels,
     idle_temperatures,
@@ -327,3 +328,22 @@ def test_a_measurement_leaves_the_gpu_alone_for_a_moment_after_the_last_one_ende
     (tmp_path / "cpu.ended").write_text(repr(time.time() - 10))  # ended long ago
     assert settle(device, tmp_path, settle_s=4.0, sleep=waits.append) == 0.0 and len(waits) == 1
     assert settle(device, None) == 0.0
+
+
+def test_gpu_work_that_is_no_measurement_makes_the_next_measurement_settle(tmp_path: Path) -> None:
+    """Training and the reference rates record their end as a measurement does, failed or not, so an idle
+    baseline straight after them waits for the GPU's clocks to come down; on the CPU nothing is recorded."""
+    device = _CoolingDevice(35.0)
+    opened: list[list[int]] = []
+
+    def opener(gpus: list[int]) -> _CoolingDevice:
+        opened.append(gpus)
+        return device
+
+    with busy([], tmp_path, opener=opener):
+        pass
+    assert opened == [] and settle(device, tmp_path, settle_s=4.0, sleep=lambda s: None) == 0.0
+    with pytest.raises(RuntimeError), busy([1], tmp_path, opener=opener):
+        raise RuntimeError("a rank failed")
+    assert opened == [[1]]
+    assert 3.5 < settle(device, tmp_path, settle_s=4.0, sleep=lambda s: None) <= 4.0

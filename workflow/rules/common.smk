@@ -307,11 +307,11 @@ def variability_raw(backend, gpu, run):
 
 def previous_variability_run(wildcards):
     """Run r of a GPU waits for its run r-1, so the runs on one GPU follow each other instead of
-    competing for it, wherever that run's file is."""
+    competing for it, wherever that run's file is; run r of a node job (no {gpu}: every GPU) waits for
+    its run r-1, whose files the first GPU's stands for."""
     run = int(wildcards.run)
-    return (
-        [] if run == 1 else variability_raw(wildcards.backend, wildcards.gpu, run - 1)
-    )
+    gpu = wildcards.get("gpu", GPUS[0] if GPUS else "cpu")
+    return [] if run == 1 else variability_raw(wildcards.backend, gpu, run - 1)
 
 
 def binary_flag(wildcards, input):
@@ -342,6 +342,13 @@ def measurement_flags(energy_window_s=None, section=None):
         f"--cooldown-max-wait-s {profiles.cooldown_max_wait_s(config)} "
         f"--idle-temperature-dir {RESULTS}/cooldown"
     )
+
+
+def end_record_flag():
+    """GPU work that is no measurement (training, the reference rates) records its end in the run's
+    cool-down folder, so the next measurement on its GPUs settles after it (telemetry/cooldown.py).
+    """
+    return f"--idle-temperature-dir {RESULTS}/cooldown" if IS_GPU else ""
 
 
 def raw_outputs(stem):

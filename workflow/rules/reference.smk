@@ -30,6 +30,7 @@ rule reference_run:
         + DEVICE
         + " {params.sizes} --seed "
         + str(config["seed"])
+        + f" {end_record_flag()}"
         + " --out {output.table} > {log} 2>&1"
 
 

@@ -86,7 +86,7 @@ rule train_ddp:
         flags=lambda wildcards: train_flags(
             TRAIN, wildcards.precision, DATASET_FLAGS, SYNTHETIC
         )
-        + f" --iterations {TRAIN['iterations']} --profile {DEVICE}",
+        + f" --iterations {TRAIN['iterations']} --profile {DEVICE} {end_record_flag()}",
     # More than one process: the command starts torchrun itself, one rank per GPU.
     shell:
         "{params.container}gpurepro train resnet50 {params.devices} {params.flags} --workers {params.workers} "

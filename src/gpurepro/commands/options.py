@@ -92,6 +92,15 @@ def add_profile_options(parser: argparse.ArgumentParser | argparse._ArgumentGrou
     )
 
 
+def add_end_record_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """GPU work that is no measurement of its own (training, the reference rates) in a run of measurements."""
+    parser.add_argument(
+        "--idle-temperature-dir", type=Path,
+        help="the run's cool-down folder (as the measuring commands take it): this job's end on its GPUs is "
+        "recorded there, so the next measurement on them settles after it",
+    )  # fmt: skip
+
+
 def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool = False) -> None:
     """Profile check, output files and telemetry settings of a measuring subcommand; `active_idle` for
     the subcommands whose workload measures an active idle (harness.Workload.active_idle)."""

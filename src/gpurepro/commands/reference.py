@@ -12,7 +12,14 @@ from .. import plausibility, provenance
 from ..measure_job import resolve_target
 from ..reference.measure import ReferenceSettings, measure
 from ..results import ensure_absent, write_raw
-from .options import add_config_hash_option, add_profile_options, gpu_or_cpu, positive_int
+from ..telemetry.cooldown import busy
+from .options import (
+    add_config_hash_option,
+    add_end_record_option,
+    add_profile_options,
+    gpu_or_cpu,
+    positive_int,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="raw CSV, one row per rep (with a provenance sidecar); default: stdout")
     add_config_hash_option(parser)
+    add_end_record_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -43,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     started = provenance.begin(
         gpus, target.profile["name"], args.config_hash, {"device_mismatch": target.device_mismatch}
     )
-    rows = measure(settings, torch.device(target.torch_device), target.gpu_index, args.seed)
+    with busy(gpus, args.idle_temperature_dir):
+        rows = measure(settings, torch.device(target.torch_device), target.gpu_index, args.seed)
     rows.insert(0, "device", "cpu" if target.gpu_index is None else str(target.gpu_index))
     rows.insert(0, "profile", target.profile["name"])
     medians = rows.groupby("reference", sort=False)["value"].median()

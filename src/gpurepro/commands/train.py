@@ -28,7 +28,14 @@ from ..measure_job import JobFiles, Target, record_failure, resolve_target
 from ..point_failure import first_line
 from ..precision import PRECISIONS, pick_precision
 from ..results import ensure_absent
-from .options import add_config_hash_option, default_gpu, positive_float, positive_int
+from ..telemetry.cooldown import busy
+from .options import (
+    add_config_hash_option,
+    add_end_record_option,
+    default_gpu,
+    positive_float,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from ..training.rank import TrainJob
@@ -117,6 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--out", type=Path, help="per-interval CSV (with a provenance sidecar)")
     group.add_argument("--ready-file", type=Path, help="written once the warm-up is done (noise workload)")
     add_config_hash_option(group)
+    add_end_record_option(group)
     parser.set_defaults(func=run)
 
 
@@ -226,6 +234,12 @@ def run(args: argparse.Namespace) -> int:
     job = _job(args, target, gpus, processes)
     if args.out:
         ensure_absent(args.out)
+    with busy([] if gpus == "cpu" else list(gpus), args.idle_temperature_dir):
+        return _train(args, target, job, processes)
+
+
+def _train(args: argparse.Namespace, target: Target, job: TrainJob, processes: int) -> int:
+    """One process, or one per GPU through torchrun; a failed rank's reason filed in --out."""
     if processes == 1:
         return _single(target, job)
     from ..training import launch

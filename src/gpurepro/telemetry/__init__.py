@@ -25,6 +25,7 @@ _HOMES = {
     "measuring": "cooldown",
     "record_end": "cooldown",
     "settle": "cooldown",
+    "busy": "cooldown",
     "EnergyMeter": "energy",
     "EnergyWindow": "energy",
     "IdleBaseline": "energy",

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .sources import TelemetrySource
+from .sources import TelemetrySource, open_source
 
 # A cool-down this much longer than the idle baseline has the sampler running through its whole tail
 # (harness.py takes the baseline from that tail).
@@ -148,6 +148,27 @@ def measuring(source: TelemetrySource, folder: Path | None) -> Iterator[None]:
         yield
     finally:
         record_end(source, folder)
+
+
+@contextmanager
+def busy(
+    gpu_indices: list[int],
+    folder: Path | None,
+    opener: Callable[[list[int]], TelemetrySource] = open_source,
+) -> Iterator[None]:
+    """Around GPU work that is no measurement of its own (training, the reference rates): its end is
+    recorded as a measurement's is, so the next measurement on those GPUs settles after it. Without it,
+    an SGEMM point straight after a ResNet-50 training job took its idle baseline at 84-90 W, where
+    the card rests at 74 W (H100, 2026-11-27)."""
+    if folder is None or not gpu_indices:
+        yield
+        return
+    source = opener(gpu_indices)
+    try:
+        with measuring(source, folder):
+            yield
+    finally:
+        source.close()
 
 
 def last_end(source: TelemetrySource, folder: Path | None) -> float | None:
