@@ -3,6 +3,7 @@ and the spread across GPUs (max/min, CV), from raw files written the way jobs wr
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from gpurepro.sgemm.kernels import KernelSgemm
 from gpurepro.variability.summary import gpu_samples, summarise
 
 from .conftest import run_gpurepro
+from .test_campaign_node import FAST
 from .test_stats import alike
 
 
@@ -164,3 +166,41 @@ def test_kernel_command_line_and_missing_binary(tmp_path: Path) -> None:
     ]  # fmt: skip
     with pytest.raises(GpureproError, match="does not exist; build it"):
         kernel.timed_reps()
+
+
+def test_node_jobs_write_each_gpus_raw_files_with_the_start_skew(tmp_path: Path) -> None:
+    """The study's node jobs, one a run, as the workflow runs them on a machine with several GPUs (here the
+    cpu profile's stand-ins, the same code path): each GPU's raw file where a per-GPU job would have put
+    it, every GPU's start in its provenance, and the aggregation reads them all."""
+    raw = tmp_path / "raw"
+    for run in (1, 2):
+        result = run_gpurepro(
+            "campaign", "node", "64", "5", "--stand-ins", "2", "--first-run", str(run), "--out-dir", str(raw),
+            "--record-prefix", f"torch_run{run}.", "--log-dir", str(tmp_path / "logs" / f"run{run}"),
+            "--fail-if-unmeasured", "--sgemm-args", FAST,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    paths = [raw / f"torch_gpu{gpu}_run{run}.csv" for gpu in (0, 1) for run in (1, 2)]
+    records = [json.loads((raw / f"torch_run{run}.node.json").read_text()) for run in (1, 2)]
+    assert [record["runs"][0]["run"] for record in records] == [1, 2]
+    sidecar = json.loads(paths[1].with_suffix(".provenance.json").read_text())["node_job"]
+    assert sidecar["start_times"] == records[1]["runs"][0]["start_times"] and sidecar["device"] == "0"
+    assert sidecar["start_skew_s"] == pytest.approx(records[1]["runs"][0]["start_skew_s"])
+    reps_out, summary_out = tmp_path / "reps.csv", tmp_path / "summary.csv"
+    result = run_gpurepro("aggregate", "variability", *map(str, paths), "--out", str(reps_out),
+                          "--summary", str(summary_out))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    reps = pd.read_csv(reps_out)
+    assert reps.groupby(["device", "run"]).size().to_dict() == {(d, r): 5 for d in (0, 1) for r in (1, 2)}
+    assert (reps["start_skew_s"] >= 0).all() and (reps["start_skew_s"] < 1.0).all()
+    scopes = set(pd.read_csv(summary_out)["scope"])
+    assert {"gpu 0", "gpu 1", "across gpus"} <= scopes
+    drawn = run_gpurepro("plot", "variability", str(reps_out), "--out", str(tmp_path / "variability.png"))
+    assert drawn.returncode == 0, drawn.stderr
+    # a run measured once is never measured into again: a second job for run 1 is refused
+    again = run_gpurepro(
+        "campaign", "node", "64", "5", "--stand-ins", "2", "--out-dir", str(raw), "--record-prefix",
+        "torch_run1.", "--log-dir", str(tmp_path / "logs" / "again"), "--fail-if-unmeasured",
+        "--sgemm-args", FAST,
+    )  # fmt: skip
+    assert again.returncode != 0 and json.loads((raw / "torch_run1.node.json").read_text()) == records[0]

@@ -99,6 +99,17 @@ def launch() -> str:
     return f"forked from fork server {server}" if server else "own interpreter"
 
 
+# Set by a node job's per-GPU process (commands/campaign_worker.py): JSON of when each of the node's
+# processes left its barrier (start_times, by device), this one's (start_time) and their skew.
+NODE_JOB_VAR = "GPUREPRO_NODE_JOB"
+
+
+def node_job() -> dict[str, Any] | None:
+    """The node job this process measures in, with every GPU's start: how far apart they began."""
+    value = os.environ.get(NODE_JOB_VAR)
+    return json.loads(value) if value else None
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
@@ -128,6 +139,8 @@ def begin(
         "container": container_state(),
         "command": sys.argv,
         "launch": launch(),
+        # a node job's process: when each of the node's processes began (absent for a job on its own)
+        **({"node_job": node} if (node := node_job()) else {}),
         "start_time": now_iso(),
         **(extra or {}),
     }

@@ -60,11 +60,11 @@ def attempt_dir(raw: Path | str, node: str, attempt: int) -> Path:
     return Path(raw) / node / f"attempt{attempt}"
 
 
-def write_record(folder: Path | str, record: dict[str, Any]) -> Path:
+def write_record(folder: Path | str, record: dict[str, Any], name: str = NODE_RECORD) -> Path:
     """A node's record, written once (a second record for one attempt is refused, like any raw file)."""
     if record.get("status") not in STATUSES:
         raise ValueError(f"node status {record.get('status')!r} is not one of {STATUSES}")
-    return write_json(Path(folder) / NODE_RECORD, record)
+    return write_json(Path(folder) / name, record)
 
 
 def read_record(folder: Path | str, name: str = NODE_RECORD) -> dict[str, Any] | None:
@@ -72,9 +72,9 @@ def read_record(folder: Path | str, name: str = NODE_RECORD) -> dict[str, Any] |
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def write_job(folder: Path | str, job: dict[str, Any]) -> Path:
+def write_job(folder: Path | str, job: dict[str, Any], name: str = JOB_RECORD) -> Path:
     """The node job's note of where, when and as which process and SLURM job it runs, once."""
-    return write_json(Path(folder) / JOB_RECORD, job)
+    return write_json(Path(folder) / name, job)
 
 
 @dataclass(frozen=True)

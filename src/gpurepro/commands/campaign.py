@@ -38,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     node.add_argument("n", type=positive_int, help="matrix size N")
     node.add_argument("reps", type=positive_int, help="timed products per run")
     node.add_argument("--runs", type=positive_int, default=1, help="runs, one after another (default 1)")
+    node.add_argument(
+        "--first-run", type=positive_int, default=1,
+        help="the first run's number (default 1): a study that measures one run a job numbers them",
+    )  # fmt: skip
     node.add_argument("--backend", default="torch", help="as `gpurepro sgemm --backend`")
     devices = node.add_mutually_exclusive_group(required=True)
     devices.add_argument("--gpus", type=_indices, help="NVML indices of the GPUs, e.g. 0,1,2,3")
@@ -45,6 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     node.add_argument("--out-dir", type=Path, required=True, help="the attempt folder (raw files, node.json)")
     node.add_argument("--log-dir", type=Path, required=True, help="one log per device and run")
     node.add_argument("--sgemm-args", default="", help="further options of `gpurepro sgemm`, one string")
+    node.add_argument(
+        "--record-prefix", default="",
+        help="names the records <prefix>node.json and <prefix>job.json, where several jobs share --out-dir",
+    )  # fmt: skip
+    node.add_argument(
+        "--fail-if-unmeasured", action="store_true",
+        help="exit with status 1 where the node is not measured (a study's job, which its workflow reruns); "
+        "by default the job ends well and its record says why, so a campaign goes on with other nodes",
+    )  # fmt: skip
     node.add_argument("--barrier-timeout-s", type=positive_float, default=600.0)
     node.add_argument(
         "--run-timeout-s", type=positive_float,
@@ -101,9 +114,10 @@ def _node(args: argparse.Namespace) -> int:
     job = NodeJob(
         args.n, args.reps, args.runs, args.backend, args.gpus or [], args.out_dir, args.log_dir,
         args.stand_ins or 0, shlex.split(args.sgemm_args), args.barrier_timeout_s, args.run_timeout_s,
+        args.first_run, args.record_prefix,
     )  # fmt: skip
-    measure_node(job, campaign_worker.measure)
-    return 0
+    record = measure_node(job, campaign_worker.measure)
+    return 1 if args.fail_if_unmeasured and record["status"] != "measured" else 0
 
 
 def _unavailable(args: argparse.Namespace) -> int:

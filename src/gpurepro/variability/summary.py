@@ -38,7 +38,11 @@ def read_reps(path: Path | str) -> pd.DataFrame:
     device = str(reps["device"].iloc[0])
     measurement = sidecar.get("measurement", {})
     energy = measurement.get("energy", {}).get(device, {})
-    reps["device"] = device
+    # measured by a node job (every GPU at once): when this GPU's process began and how far apart the
+    # node's processes began (seconds; empty for a GPU measured by a job of its own); the device as the
+    # job names it, which tells the cpu profile's stand-ins apart (each measured 'cpu')
+    node = sidecar.get("node_job") or {}
+    reps["device"] = str(node.get("device", device))
     reps["gpu_name"] = gpu.get("name", "cpu")
     reps["gpu_uuid"] = gpu.get("uuid")
     reps["gpu_serial"] = gpu.get("serial")
@@ -46,6 +50,8 @@ def read_reps(path: Path | str) -> pd.DataFrame:
     reps["energy_per_rep_j"] = energy.get("energy_per_op_j")
     reps["energy_per_rep_above_idle_j"] = energy.get("energy_per_op_above_idle_j")
     reps["cooldown_status"] = measurement.get("cooldown", {}).get("status")
+    reps["start_time"] = node.get("start_time", np.nan)
+    reps["start_skew_s"] = node.get("start_skew_s", np.nan)
     reps["source_file"] = Path(path).name
     return reps
 
