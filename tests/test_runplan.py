@@ -193,3 +193,15 @@ def test_a_profiles_cooldown_scale_scales_the_expected_waits() -> None:
     h200 = replace(h100, cooldown_scale=scale)
     assert h200.cooldown_s("hfta_point") == pytest.approx(scale * h100.cooldown_s("hfta_point"))
     assert h200.cooldown_s("hfta_point") > 0
+
+
+def test_the_variability_node_job_takes_one_gpus_run_not_one_per_gpu(workflow_copy: Path) -> None:
+    """On four GPUs each backend's run is one node job measuring them all at once: the plan counts one
+    GPU's run for it (and its spawned processes' start-up), where the per-GPU jobs counted four."""
+    run = durations.modelled(PlannedJob("variability_run", {"backend": "cublas", "gpu": "0"}), _settings())
+    node = durations.modelled(PlannedJob("variability_node", {"backend": "cublas", "run": "1"}), _settings())
+    assert node == pytest.approx(run + durations.START_OWN_S)
+    config = ("device=h100", "quick=true", "gpus=[0,1,2,3]")
+    planned = _dry_run(workflow_copy, "variability", "--cores", "8", "--config", *config)
+    backends = 2 if "rule build_kernels:" in planned else 1  # cublas and tiled where nvcc builds them
+    assert f"measurements: variability {backends} job" in planned, planned[-600:]

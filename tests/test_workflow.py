@@ -105,18 +105,56 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve(workflow_copy
     assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
 
 
-def test_with_two_gpus_the_variability_study_measures_each_gpu_itself(workflow_copy: Path) -> None:
-    """The SGEMM study runs on one GPU only: with two selected, every GPU's variability runs are the
-    variability study's own, measured side by side."""
+def _job_counts(planned: str) -> dict[str, int]:
+    """Snakemake's job stats of a dry-run: jobs planned per rule."""
+    table = planned.split("Job stats:")[1].split("total")[0]
+    return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
+
+
+def _plan_variability(workflow_copy: Path, *config: str) -> str:
     result = run_snakemake(
-        "-n", "--cores", "4", "--config", "device=h100", "quick=true", "gpus=[0,1]", cwd=workflow_copy
+        "variability", "-n", "--cores", "8", "--config", "device=h100", *config, cwd=workflow_copy
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    planned = result.stdout + result.stderr
-    for gpu in (0, 1):
+    return result.stdout + result.stderr
+
+
+def test_on_four_gpus_each_backends_run_is_one_node_job(workflow_copy: Path) -> None:
+    """The SGEMM study runs on one GPU only: with four selected, the variability study measures all four
+    at once, one node job per backend and run (started through a barrier, as a campaign measures a node),
+    writing each GPU's raw file as the per-GPU jobs named it; no per-GPU job is left."""
+    planned = _plan_variability(workflow_copy, "quick=true", "gpus=[0,1,2,3]")
+    backends = ["cublas", "tiled"] if "rule build_kernels:" in planned else ["torch"]
+    counts = _job_counts(planned)
+    assert counts["variability_node"] == len(backends) and "variability_run" not in counts
+    for backend in backends:
         assert re.search(
-            rf"gpurepro sgemm 25536 \d+ .*--out results/h100/variability/raw/\w+_gpu{gpu}_run1", planned
-        )
+            rf"gpurepro campaign node 25536 10 --runs 1 --first-run 1 --backend {backend} --gpus 0,1,2,3 "
+            rf"--out-dir results/h100/variability/raw --record-prefix {backend}_run1\. ", planned
+        ), backend  # fmt: skip
+        for gpu in range(4):
+            assert f"results/h100/variability/raw/{backend}_gpu{gpu}_run1.csv" in planned
+    assert "gpu_0=1, gpu_1=1, gpu_2=1, gpu_3=1, gpu=4" in planned
+    assert not re.search(r"gpurepro sgemm .*--out results/h100/variability/raw/", planned)
+    # every run its own job, so a rerun measures only the runs missing; run 2 follows run 1
+    full = _plan_variability(workflow_copy, "gpus=[0,1]")
+    assert _job_counts(full)["variability_node"] == 3 * len(backends)
+    run2 = full.split(f"--first-run 2 --backend {backends[0]} ")[0].rsplit("rule variability_node:", 1)[1]
+    assert "input: " in run2 and f"variability/raw/{backends[0]}_gpu0_run1.csv" in run2
+
+
+def test_one_gpu_or_noise_keeps_the_per_gpu_jobs(workflow_copy: Path) -> None:
+    """With one GPU each run is a job of its own, as before; with noise on the other GPUs, each GPU is
+    measured alone while the others carry the noise, one job per GPU and run."""
+    one = _job_counts(_plan_variability(workflow_copy, "gpus=[0]"))
+    assert "variability_node" not in one and one["variability_run"] >= 2
+    noisy = _plan_variability(workflow_copy, "quick=true", "gpus=[0,1,2,3]", "variability={noise: resnet50}")
+    counts = _job_counts(noisy)
+    backends = 2 if "rule build_kernels:" in noisy else 1
+    assert "variability_node" not in counts and counts["variability_run"] == 4 * backends
+    assert re.search(
+        r"gpurepro sgemm 25536 10 3 .*--noise-workload resnet50 .*_gpu3_run1_noise-resnet50", noisy
+    )
 
 
 def test_a_quick_run_on_eight_gpus_measures_the_eight_gpu_ddp_point(workflow_copy: Path) -> None:

@@ -1,7 +1,9 @@
 # The GPU power/performance variability study: FP32 SGEMM (N, reps and runs from the device profile's
-# `variability` section) on every GPU of the node, one job per GPU and run, pinned to its GPU; jobs on
-# different GPUs run at the same time, runs on one GPU follow each other after a cool-down. Then a tidy
-# table, a spread summary (`variability` target) and a figure (`plot_variability` target).
+# `variability` section) on every selected GPU of the node. With two or more GPUs here, each backend's run
+# is one node job measuring every GPU at once (as a campaign measures a node: gpurepro/campaign/node.py);
+# with one GPU, with noise, on the cpu profile or on a cluster, one job per GPU and run, pinned to its
+# GPU. Runs follow each other after a cool-down. Then a tidy table, a spread summary (`variability`
+# target) and a figure (`plot_variability` target).
 
 VARIABILITY = PROFILE["variability"]
 # cuBLAS as the original study, and our kernel; torch where the kernels cannot be built (cpu, no nvcc).
@@ -17,11 +19,21 @@ if VARIABILITY_NOISE != "none" and IS_GPU and len(GPUS) < 2:
         f"variability.noise={VARIABILITY_NOISE} runs on the GPUs not being measured, and {GPUS} is one "
         "GPU: select two or more (config gpus), or set variability.noise=none"
     )
-# Without noise, each job holds its own GPU and the GPUs are measured side by side. With noise, the job
-# measuring GPU g also runs the noise on every other GPU, so it holds all of them: the GPUs are then
-# measured one at a time. Noise runs are filed apart (file name), never mixed with quiet ones.
+# Without noise, on one machine with two or more GPUs, one node job a backend and run measures them all:
+# their processes start together through a barrier, each GPU's start is recorded in its raw file's
+# provenance (node_job) and in the job's record (<backend>_run<r>.node.json), and no GPU's run meets
+# another study's job or another backend's run on its neighbours. The cluster profile keeps one GPU a job
+# (each job its own allocation, wherever the scheduler puts it); `snakemake campaign` measures nodes there.
+VARIABILITY_NODE = (
+    VARIABILITY_NOISE == "none" and not CLUSTER and IS_GPU and len(GPUS) > 1
+)
+# Every selected GPU: held by the node job, or by the job measuring one GPU while noise runs on the others.
+VARIABILITY_ALL_GPUS = {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)}
+# Else each job holds its own GPU. With noise, the job measuring GPU g also runs the noise on every other
+# GPU, so it holds all of them: the GPUs are then measured one at a time. Noise runs are filed apart (file
+# name), never mixed with quiet ones.
 VARIABILITY_RESOURCES = (
-    {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)}
+    VARIABILITY_ALL_GPUS
     if VARIABILITY_NOISE != "none" and IS_GPU
     else per_gpu_resources()
 )
@@ -41,45 +53,100 @@ VARIABILITY_SHARES_SGEMM = (
 )
 
 
-rule variability_run:
-    input:
-        **container_input(),
-        binary=kernel_binary,
-        previous=previous_variability_run,
-        # the noise workload's images (none for synthetic data)
-        data=DATASET_INPUT if VARIABILITY_NOISE != "none" else [],
-    output:
-        **raw_outputs(VARIABILITY_RAW),
-    log:
-        f"{RESULTS}/logs/variability/{{backend}}_gpu{{gpu}}_run{{run}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/variability/{{backend}}_gpu{{gpu}}_run{{run}}.tsv"
-    threads: measure_threads()
-    resources:
-        **VARIABILITY_RESOURCES,
-    params:
-        n=VARIABILITY["n"],
-        reps=VARIABILITY["reps"],
-        warmup=SGEMM["warmup"],
-        binary=binary_flag,
-        flags=measurement_flags(),
-        # the noise options (none unless config variability.noise asks): training as in train.smk
-        noise=lambda wildcards: noise_flags(
-            VARIABILITY_NOISE, wildcards.gpu, GPUS, IS_GPU, TRAIN_FLAGS, LOADER_WORKERS
-        ),
-    # GPU_ARGUMENT: the job's own GPU, or on a cluster GPU 0 of the job's own allocation. Under docker a
-    # job gets its own GPU (GPU 0 inside), or with noise every GPU, numbered as on the host.
-    shell:
-        (
+# The node job's files: each GPU's raw table, trace and sidecars, as the per-GPU jobs name them, and the
+# job's record (every GPU's identity and start; why a run failed) beside them.
+VARIABILITY_NODE_STEM = f"{RESULTS}/variability/raw/{{backend}}_run{{run}}"
+VARIABILITY_NODE_OUTPUTS = {
+    f"{name}_gpu{gpu}": path
+    for gpu in GPUS
+    for name, path in raw_outputs(VARIABILITY_RAW.replace("{gpu}", str(gpu))).items()
+}
+
+if VARIABILITY_NODE:
+
+    rule variability_node:
+        input:
+            **container_input(),
+            binary=kernel_binary,
+            previous=previous_variability_run,
+        output:
+            **VARIABILITY_NODE_OUTPUTS,
+            record=protected(f"{VARIABILITY_NODE_STEM}.node.json"),
+            job=protected(f"{VARIABILITY_NODE_STEM}.job.json"),
+        log:
+            f"{RESULTS}/logs/variability/{{backend}}_run{{run}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/variability/{{backend}}_run{{run}}.tsv"
+        # every core, as a campaign's node job: no other job's load on the host while the GPUs are timed
+        threads: all_cores()
+        resources:
+            **VARIABILITY_ALL_GPUS,
+        params:
+            n=VARIABILITY["n"],
+            reps=VARIABILITY["reps"],
+            gpus=",".join(map(str, GPUS)),
+            out_dir=lambda wildcards, output: Path(output.record).parent,
+            # one log per GPU of the run
+            log_dir=lambda wildcards: f"{RESULTS}/logs/variability/{wildcards.backend}_run{wildcards.run}",
+            # each GPU's process measures as a per-GPU variability job would
+            sgemm=lambda wildcards, input: (
+                f"{measurement_flags()} --warmup {SGEMM['warmup']} {binary_flag(wildcards, input)}"
+            ),
+        # a run that fails on any GPU fails the job: Snakemake removes its files and measures the run
+        # again on every GPU, as they are only alike measured together
+        shell:
             container_exec_all_gpus()
-            if VARIABILITY_NOISE != "none"
-            else container_exec("{wildcards.gpu}")
-        )
-        + "gpurepro sgemm {params.n} {params.reps} "
-        + (GPU_ARGUMENT if VARIABILITY_NOISE != "none" else JOB_GPU_ARGUMENT)
-        + " --backend {wildcards.backend} "
-        "{params.binary} --warmup {params.warmup} --run {wildcards.run} {params.flags} {params.noise} "
-        "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
+            + "gpurepro campaign node {params.n} {params.reps} --runs 1 --first-run {wildcards.run} "
+            "--backend {wildcards.backend} --gpus {params.gpus} --out-dir {params.out_dir} "
+            "--record-prefix {wildcards.backend}_run{wildcards.run}. --log-dir {params.log_dir} "
+            "--fail-if-unmeasured --sgemm-args '{params.sgemm}' > {log} 2>&1"
+
+else:
+
+    rule variability_run:
+        input:
+            **container_input(),
+            binary=kernel_binary,
+            previous=previous_variability_run,
+            # the noise workload's images (none for synthetic data)
+            data=DATASET_INPUT if VARIABILITY_NOISE != "none" else [],
+        output:
+            **raw_outputs(VARIABILITY_RAW),
+        log:
+            f"{RESULTS}/logs/variability/{{backend}}_gpu{{gpu}}_run{{run}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/variability/{{backend}}_gpu{{gpu}}_run{{run}}.tsv"
+        threads: measure_threads()
+        resources:
+            **VARIABILITY_RESOURCES,
+        params:
+            n=VARIABILITY["n"],
+            reps=VARIABILITY["reps"],
+            warmup=SGEMM["warmup"],
+            binary=binary_flag,
+            flags=measurement_flags(),
+            # the noise options (none unless config variability.noise asks): training as in train.smk
+            noise=lambda wildcards: noise_flags(
+                VARIABILITY_NOISE,
+                wildcards.gpu,
+                GPUS,
+                IS_GPU,
+                TRAIN_FLAGS,
+                LOADER_WORKERS,
+            ),
+        # GPU_ARGUMENT: the job's own GPU, or on a cluster GPU 0 of the job's own allocation. Under docker a
+        # job gets its own GPU (GPU 0 inside), or with noise every GPU, numbered as on the host.
+        shell:
+            (
+                container_exec_all_gpus()
+                if VARIABILITY_NOISE != "none"
+                else container_exec("{wildcards.gpu}")
+            )
+            + "gpurepro sgemm {params.n} {params.reps} "
+            + (GPU_ARGUMENT if VARIABILITY_NOISE != "none" else JOB_GPU_ARGUMENT)
+            + " --backend {wildcards.backend} "
+            "{params.binary} --warmup {params.warmup} --run {wildcards.run} {params.flags} {params.noise} "
+            "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 
 VARIABILITY_TABLES = [

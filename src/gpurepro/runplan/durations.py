@@ -37,6 +37,7 @@ START_FORKED_S, START_OWN_S = 1.0, 9.0
 COOLDOWN_S = {
     "sgemm_run": 10.0,
     "variability_run": 15.0,
+    "variability_node": 15.0,
     "hfta_point": 12.0,
     "infer_deit": 2.0,
     "infer_bert": 2.0,
@@ -168,6 +169,12 @@ def variability_run(job: PlannedJob, settings: RunSettings) -> float:
     return _gemm(settings, int(variability["n"]), int(variability["reps"]), 5, job.rule)
 
 
+def variability_node(job: PlannedJob, settings: RunSettings) -> float:
+    """One run on every selected GPU at once (campaign/node.py): one GPU's run, as the GPUs run side by
+    side, after its per-GPU processes, spawned interpreters, have imported torch before their barrier."""
+    return variability_run(job, settings) + START_OWN_S
+
+
 def inference_point(job: PlannedJob, settings: RunSettings) -> float:
     run = inference.timing(settings.profile["inference"], settings.config)
     prepare = INFERENCE_PREPARE_S + (COMPILE_S if job.wildcards.get("mode") == "compile" else 0.0)
@@ -213,6 +220,7 @@ def loader_bench(job: PlannedJob, settings: RunSettings) -> float:
 MODELS: dict[str, Callable[[PlannedJob, RunSettings], float]] = {
     "sgemm_run": sgemm_run,
     "variability_run": variability_run,
+    "variability_node": variability_node,
     "infer_deit": inference_point,
     "infer_bert": inference_point,
     "hfta_point": hfta_point,

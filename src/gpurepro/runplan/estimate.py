@@ -14,6 +14,7 @@ from .jobs import PlannedJob
 STUDIES = {
     "sgemm_run": "sgemm",
     "variability_run": "variability",
+    "variability_node": "variability",
     "infer_deit": "inference",
     "infer_bert": "inference",
     "hfta_point": "hfta",
