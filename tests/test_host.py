@@ -222,7 +222,9 @@ def test_a_measurement_sidecar_carries_the_host_cpu_section(tmp_path: Path) -> N
 def test_every_measuring_job_is_given_the_pin_setting(workflow_copy: Path) -> None:
     planned = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "quick=true", cwd=workflow_copy)
     assert planned.returncode == 0, planned.stderr[-2000:]
-    commands = [line for line in planned.stdout.splitlines() if "--idle-temperature-dir" in line]
+    # every measuring command takes the telemetry options (training and the reference rates, which are no
+    # measurement of the harness's, take only the cool-down folder)
+    commands = [line for line in planned.stdout.splitlines() if "--rate-hz" in line]
     assert commands and all("--pin auto" in line for line in commands)
     off = run_snakemake("-n", "--cores", "1", "--config", "device=h100", "host={pin: off}", cwd=workflow_copy)
     assert off.returncode == 0, off.stderr[-2000:]
