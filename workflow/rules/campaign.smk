@@ -107,7 +107,7 @@ rule campaign_node:
                 ),
             }
             if CLUSTER
-            else {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)} if IS_GPU else {}
+            else all_gpus_resources()
         ),
     params:
         n=VARIABILITY["n"],
@@ -121,10 +121,15 @@ rule campaign_node:
         log_dir=lambda wildcards: f"{RESULTS}/logs/campaign/{wildcards.node}_attempt{wildcards.attempt}",
         # every GPU of the node measured as a variability job measures one; its idle temperatures kept
         # per node, as GPU 0 of one node is not GPU 0 of another
-        sgemm=lambda wildcards, input: (
-            f"{measurement_flags()} --warmup {SGEMM['warmup']} "
-            f"--idle-temperature-dir {CAMPAIGN_DIR}/cooldown/{wildcards.node}"
-            + (f" --binary {input.binary}" if input.binary else "")
+        sgemm=lambda wildcards, input: " ".join(
+            filter(
+                None,
+                [
+                    f"{measurement_flags()} --warmup {SGEMM['warmup']}",
+                    f"--idle-temperature-dir {CAMPAIGN_DIR}/cooldown/{wildcards.node}",
+                    binary_flag(wildcards, input),
+                ],
+            )
         ),
     shell:
         container_exec_all_gpus()

@@ -101,6 +101,9 @@ MEASURE_GPU = (0 if CLUSTER else GPUS[0]) if IS_GPU else "cpu"
 GPU_ARGUMENT = "0" if CLUSTER and IS_GPU else "{wildcards.gpu}"
 
 RESULTS = f"{config['results_dir']}/{DEVICE}"
+# each GPU's idle temperature, cool-down levels and last measurement's end in this run
+# (telemetry/cooldown.py)
+COOLDOWN_DIR = f"{RESULTS}/cooldown"
 CONFIG_HASH = provenance.config_hash(config)
 # Jobs read these from the environment rather than their command line: a param change makes Snakemake
 # rerun a job, and changing the device check or an unrelated key must not rerun finished measurements.
@@ -148,7 +151,7 @@ onstart:
     # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
     provenance.record_config(config, Path(RESULTS), CONFIG_HASH)
     # the levels cool-downs end at are learned afresh by each run (telemetry/cooldown.py)
-    forget_levels(Path(RESULTS, "cooldown"))
+    forget_levels(Path(COOLDOWN_DIR))
     start_fork_server()
 
 
@@ -188,6 +191,12 @@ def measure_resources(gpu=MEASURE_GPU):
     if gpu == "cpu":
         return {}
     return cluster_resources() if CLUSTER else {f"gpu_{gpu}": 1, "gpu": 1}
+
+
+def all_gpus_resources():
+    """Every selected GPU of this machine, for a job that uses them all at once (a node job, the noise
+    workload beside a measurement); none on the cpu profile."""
+    return {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)} if IS_GPU else {}
 
 
 def per_gpu_resources():
@@ -340,7 +349,7 @@ def measurement_flags(energy_window_s=None, section=None):
         f"--rate-hz {t['rate_hz']} --sampler {t['sampler']} "
         f"--idle-seconds {idle} --energy-window-s {window} "
         f"--cooldown-max-wait-s {profiles.cooldown_max_wait_s(config)} "
-        f"--idle-temperature-dir {RESULTS}/cooldown"
+        f"--idle-temperature-dir {COOLDOWN_DIR}"
     )
 
 
@@ -348,7 +357,7 @@ def end_record_flag():
     """GPU work that is no measurement (training, the reference rates) records its end in the run's
     cool-down folder, so the next measurement on its GPUs settles after it (telemetry/cooldown.py).
     """
-    return f"--idle-temperature-dir {RESULTS}/cooldown" if IS_GPU else ""
+    return f"--idle-temperature-dir {COOLDOWN_DIR}" if IS_GPU else ""
 
 
 def raw_outputs(stem):

@@ -27,13 +27,11 @@ if VARIABILITY_NOISE != "none" and IS_GPU and len(GPUS) < 2:
 VARIABILITY_NODE = (
     VARIABILITY_NOISE == "none" and not CLUSTER and IS_GPU and len(GPUS) > 1
 )
-# Every selected GPU: held by the node job, or by the job measuring one GPU while noise runs on the others.
-VARIABILITY_ALL_GPUS = {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)}
-# Else each job holds its own GPU. With noise, the job measuring GPU g also runs the noise on every other
+# Each per-GPU job holds its own GPU (the node job holds them all). With noise, the job measuring GPU g also runs the noise on every other
 # GPU, so it holds all of them: the GPUs are then measured one at a time. Noise runs are filed apart (file
 # name), never mixed with quiet ones.
 VARIABILITY_RESOURCES = (
-    VARIABILITY_ALL_GPUS
+    all_gpus_resources()
     if VARIABILITY_NOISE != "none" and IS_GPU
     else per_gpu_resources()
 )
@@ -80,7 +78,7 @@ if VARIABILITY_NODE:
         # every core, as a campaign's node job: no other job's load on the host while the GPUs are timed
         threads: all_cores()
         resources:
-            **VARIABILITY_ALL_GPUS,
+            **all_gpus_resources(),
         params:
             n=VARIABILITY["n"],
             reps=VARIABILITY["reps"],

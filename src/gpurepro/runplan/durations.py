@@ -130,11 +130,11 @@ class RunSettings:
         if not self.gpu:
             return 0.0
         mean = COOLDOWN_S.get(rule, 0.0) * self.cooldown_scale
-        if self.start_temperature_c is None:
-            return min(mean, profiles.cooldown_max_wait_s(self.config))
-        low, high = COOLDOWN_SCALE_RANGE
-        scale = 1.0 - COOLDOWN_SCALE_PER_C * (self.start_temperature_c - COOLDOWN_REFERENCE_C)
-        return min(mean * min(high, max(low, scale)), profiles.cooldown_max_wait_s(self.config))
+        if self.start_temperature_c is not None:
+            low, high = COOLDOWN_SCALE_RANGE
+            scale = 1.0 - COOLDOWN_SCALE_PER_C * (self.start_temperature_c - COOLDOWN_REFERENCE_C)
+            mean *= min(high, max(low, scale))
+        return min(mean, profiles.cooldown_max_wait_s(self.config))
 
 
 def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
