@@ -60,6 +60,7 @@ def _rows(keys: dict, ms: float, watts: float, half_width: float = 1.5) -> list[
         ("power_above_active_idle", "mean", watts, "W"),
         ("power_above_active_idle", "ci_low", watts - half_width, "W"),
         ("power_above_active_idle", "ci_high", watts + half_width, "W"),
+        ("power_above_active_idle", "at_median_pace", watts, "W"),
         ("power_above_idle", "mean", watts + 60, "W"),  # above the idle before any CUDA context: not drawn
         ("energy_per_inference", "above_active_idle", watts * ms / 1000, "J"),
         ("energy_per_inference", "above_idle", (watts + 60) * ms / 1000, "J"),
@@ -156,7 +157,7 @@ def test_one_panel_per_metric_models_side_by_side_mode_as_hue() -> None:
         assert [t.get_text() for t in ax.get_xticklabels()] == ["deit-t", "deit-s", "deit-b"], title
         assert ax.get_xlabel() == "model"
     assert panels[LATENCY].get_ylabel() == "ms per inference (median of a process's blocks)"
-    assert panels[POWER].get_ylabel() == "W above active idle"
+    assert panels[POWER].get_ylabel() == "W above active idle, at the point's median pace"
     eager, graph = _points(panels[LATENCY])["o"], _points(panels[LATENCY])["s"]  # eager first, then cudagraph
     assert eager[1] == pytest.approx([4.6, 5.1, 8.95])  # medians over three runs
     assert graph[1] == pytest.approx([0.98]) and graph[0][0] > eager[0][2]  # dodged right of eager deit-b

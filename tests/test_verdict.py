@@ -509,13 +509,17 @@ def h100_tables() -> dict[str, pd.DataFrame]:
     CUDA graph point of DeiT-B), SGEMM at two sizes, HFTA's speedups and a TF32 ResNet-50 point."""
     point = {"batch_size": 1, "precision": "fp16", "status": "ok"}
     deit = [
-        *_long(H100, {**point, "model": "deit-t", "mode": "eager"}, _power(3.4, 0.8)),
+        *_long(H100, {**point, "model": "deit-t", "mode": "eager"}, [
+            *_power(3.4, 0.8),
+            ("energy_per_inference", "above_active_idle", 0.020, "J"),
+        ]),
         *_long(H100, {**point, "model": "deit-s", "mode": "eager"}, _power(9.0, 0.9)),
         *_long(H100, {**point, "model": "deit-b", "mode": "eager"}, [
             *_power(19.1, 1.0),
             ("latency", "median", 8.95, "ms"),
             ("latency", "iqr", 0.09, "ms"),
             ("energy_per_inference", "above_idle", 0.6, "J"),
+            ("energy_per_inference", "above_active_idle", 0.117, "J"),
         ]),
         *_long(H100, {**point, "model": "deit-b", "mode": "cudagraph"}, [("latency", "median", 0.98, "ms")]),
     ]  # fmt: skip
@@ -575,14 +579,23 @@ def h100_tables() -> dict[str, pd.DataFrame]:
 
 def _over_processes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The across-process table (process_table.py) of made inference rows: each power mean with its
-    interval read as the median over processes with its interval across them."""
+    interval read as the median over processes at the point's median pace with its interval across them
+    (inference/pace.py), and each energy per inference above active idle likewise."""
     across = {"mean": "median", "ci_low": "ci_low", "ci_high": "ci_high"}
-    return [
-        {**{k: v for k, v in row.items() if k != "status"}, "per_process": "mean",
+    power = [
+        {**{k: v for k, v in row.items() if k != "status"}, "per_process": "at_median_pace",
          "statistic": across[row["statistic"]]}
         for row in rows
         if row["metric"] == "power_above_active_idle"
     ]  # fmt: skip
+    energy = [
+        {**{k: v for k, v in row.items() if k != "status"}, "per_process": "above_active_idle",
+         "statistic": statistic, "value": row["value"] + offset}
+        for row in rows
+        if row["metric"] == "energy_per_inference" and row["statistic"] == "above_active_idle"
+        for statistic, offset in (("median", 0.0), ("ci_low", -0.003), ("ci_high", 0.003))
+    ]  # fmt: skip
+    return power + energy
 
 
 def test_made_tables_of_an_h100_give_each_reading_a_reviewer_can_sign() -> None:
@@ -605,9 +618,12 @@ def test_made_tables_of_an_h100_give_each_reading_a_reviewer_can_sign() -> None:
     assert outcomes["deit-power-order"].describe_measured() == "3.4 < 9 < 19.1 W"
     bert = outcomes["bert-power-order"]  # s128 and s384 overlap: not read
     assert bert.result == NOT_RESOLVED and "[16, 24] overlaps [18, 26]" in bert.detail
-    difference = outcomes["deit-b-minus-deit-t-power"]  # 19.1 - 3.4 W, interval [13.9, 17.5]
-    assert difference.result == DIRECTION_WITHIN and difference.values == pytest.approx((15.7,))
-    assert "95% interval [13.9, 17.5]" in difference.detail
+    # read as energy per inference: 0.117 - 0.020 J, interval [0.091, 0.103] J, inside 19 W x 4.37 ms
+    # +- 26 mJ (57-109 mJ)
+    difference = outcomes["deit-b-minus-deit-t-power"]
+    assert difference.result == DIRECTION_WITHIN and difference.values == pytest.approx((0.097,))
+    assert "95% interval [0.091, 0.103]" in difference.detail
+    assert difference.accepted == pytest.approx((0.08303 - 0.026, 0.08303 + 0.026))
     # the same eager timing, read by the same rule: its block-to-block spread is the host's too
     stability = outcomes["deit-b-a100-latency-stability"]
     assert stability.result == NOT_COMPARABLE and stability.grade == UNTESTABLE
@@ -660,15 +676,25 @@ def test_made_tables_of_an_h100_give_each_reading_a_reviewer_can_sign() -> None:
     )
 
 
+# The pace an H100's host ran DeiT at, eager at batch 1 (inferences a second): watts above active idle at
+# that pace over it give the energy per inference above active idle.
+DEIT_RATE = 160.0
+
+
 def _processes_of(power: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
-    """An H100 quick run's DeiT tables with each model's power above active idle in its processes (one
-    row set per run), and the across-process table process_table.py makes of them."""
+    """An H100 quick run's DeiT tables with each model's power above active idle at its median pace in
+    its processes (one row set per run), the energy per inference above active idle it comes from, and
+    the across-process table process_table.py makes of them."""
+    point = {"gpu_name": H100, "gpu_uuid": "GPU-0", "batch_size": 1, "precision": "fp16", "mode": "eager"}
     rows = [
-        {"gpu_name": H100, "gpu_uuid": "GPU-0", "model": model, "batch_size": 1, "precision": "fp16",
-         "mode": "eager", "run": run, "status": "ok", "reason": "", "metric": "power_above_active_idle",
-         "statistic": "mean", "value": watts, "unit": "W"}
+        {**point, "model": model, "run": run, "status": "ok", "reason": "", "metric": metric,
+         "statistic": statistic, "value": value, "unit": unit}
         for model, processes in power.items()
         for run, watts in enumerate(processes, start=1)
+        for metric, statistic, value, unit in (
+            ("power_above_active_idle", "at_median_pace", watts, "W"),
+            ("energy_per_inference", "above_active_idle", watts / DEIT_RATE, "J"),
+        )
     ]  # fmt: skip
     deit = pd.DataFrame(rows)
     keys = ["gpu_name", "gpu_uuid", "model", "batch_size", "precision", "mode"]
@@ -691,7 +717,8 @@ def test_a_difference_and_an_order_are_read_over_the_processes_themselves() -> N
     difference = outcomes["deit-b-minus-deit-t-power"]
     assert difference.result == DIRECTION_UNRESOLVED, difference.detail
     low, high = (float(x) for x in difference.detail.split("95% interval [")[1].split("]")[0].split(", "))
-    assert 0 < low < 13 and high > 25  # Welch over 3 and 3 processes: [1.3, 37.1] W
+    # Welch over 3 and 3 processes: [1.3, 37.1] W at 160 inferences a second, [0.008, 0.23] J
+    assert 0 < low < 0.057 and high > 0.109
     order = outcomes["deit-power-order"]
     assert order.result == NOT_RESOLVED
     assert "(includes 0)" in order.detail and order.detail.count("difference [") == 2

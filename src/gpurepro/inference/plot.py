@@ -48,7 +48,13 @@ class Panel:
 # the energy window), as the verdict reads them, not above the idle drawn before any CUDA context.
 PANELS = (
     Panel("latency", "latency", "median", "ms per inference (median of a process's blocks)"),
-    Panel("power above active idle", "power_above_active_idle", "mean", "W above active idle"),
+    # at the point's median pace (pace.py), as the power claims read it: a process's own pace is the host's
+    Panel(
+        "power above active idle",
+        "power_above_active_idle",
+        "at_median_pace",
+        "W above active idle, at the point's median pace",
+    ),
     Panel(
         "energy per inference above active idle",
         "energy_per_inference",
@@ -60,6 +66,7 @@ PANELS = (
 CLAIM_PANELS = {
     ("latency", "median"): "latency",
     ("power_above_active_idle", "mean"): "power above active idle",
+    ("power_above_active_idle", "at_median_pace"): "power above active idle",
     ("energy_per_inference", "above_active_idle"): "energy per inference above active idle",
 }
 # Published figures of another basis than any panel's: the artifact's power and energy above its idle draw
@@ -236,8 +243,8 @@ def _clip_wide_bars(ax: Axes, rows: pd.DataFrame, marks: pd.DataFrame) -> None:
 MARKERS = ("o", "s", "D", "^", "v")
 CLIP = 3.0  # an axis reaches this many times its highest point; a longer bar is cut there and labelled
 ONE_RUN = (
-    "one run per point: no interval across runs; the power's bars are its 95% interval within the run "
-    "(a bootstrap over the energy window's sub-windows), latency and energy have none"
+    "one run per point: no interval across runs, and none within it (the power's own bootstrap interval "
+    "is of its pace's power, in the table)"
 )
 
 

@@ -11,7 +11,9 @@ Power is reported above two rests: the idle before the CUDA context existed (`po
 published artifacts report it) and the active idle, with the model built and warm in a live context
 (`power_above_active_idle`): on an H100 the context alone holds about 55 W above true idle. The interval
 of the latter is a bootstrap over 0.5 s sub-windows of both windows, read from the trace's energy
-counter, around the whole windows' difference. Files written before the active idle existed still
+counter, around the whole windows' difference. Once every process of a point is in, each process's power
+above active idle is also given at the point's median pace (pace.py: statistic `at_median_pace`), the
+reading the power claims take. Files written before the active idle existed still
 aggregate, with NaN in its rows.
 """
 
@@ -29,6 +31,7 @@ from ..results import read_sidecar
 from ..stats import difference_interval
 from ..tables import describe, long_frame, point_keys, single
 from ..telemetry.energy import subwindow_powers
+from . import pace
 
 POINT_KEYS = ["family", "model", "seq_len", "batch_size", "precision", "mode", "run"]
 # A point over its processes (process_table): its keys without the run, and where it was measured.
@@ -191,6 +194,7 @@ def summarise(paths: list[str]) -> pd.DataFrame:
     table = pd.concat([summarise_file(p) for p in paths], ignore_index=True)
     if "energy_method" not in table:
         table["energy_method"] = None
+    table = pd.concat([table, pace.rows_at_median_pace(table, PROCESS_KEYS)], ignore_index=True)
     order = {
         "model": {m: i for i, m in enumerate(MODEL_ORDER)},
         "precision": {p: i for i, p in enumerate(PRECISION_ORDER)},

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from .. import hfta_study, inference, profiles
 from ..telemetry.cooldown import IDLE_TAIL_MARGIN_S, SETTLE_S
 from .jobs import PlannedJob
 
+# The end of a benchmark file's name that says which process of its point it timed (`..._run3.tsv`).
+PROCESS_SUFFIX = re.compile(r"_run\d+\.tsv$")
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
 # cores: median 0.6 s forked from the fork server; 8-11 s as a new interpreter importing torch).
 START_FORKED_S, START_OWN_S = 1.0, 9.0
@@ -265,9 +268,22 @@ def _cooldown_waited(benchmark: Path) -> float:
         return 0.0
 
 
+def _same_point(relative: Path) -> tuple[str, re.Pattern[str] | None]:
+    """The glob of a benchmark file's point in every process (`<point>_run<k>.tsv` -> `<point>_run*.tsv`)
+    and the pattern its names must match; the file itself where its name carries no process."""
+    match = PROCESS_SUFFIX.search(relative.name)
+    if not match:
+        return str(relative), None
+    stem = relative.name[: match.start()]
+    return str(relative.with_name(f"{stem}_run*.tsv")), re.compile(re.escape(stem) + PROCESS_SUFFIX.pattern)
+
+
 def _earlier_runs(job: PlannedJob, results_dir: Path) -> list[tuple[float, float]]:
-    """(wall time, cool-down waited) of this job in each earlier run of this device (see the module's
-    docstring): the same benchmark file in this results folder or a sibling one."""
+    """(wall time, cool-down waited) of this job's point in earlier runs of this device (see the module's
+    docstring): its benchmark files in this results folder or a sibling one, in every process that
+    measured the point. The processes of a point are one job run again: pooling them keeps one slow
+    process (a fresh machine's first, loading cuDNN and the CUDA libraries from disk: 67 s against 23-27 s
+    for the first fused HFTA process on an H100) from standing for the point in the next run."""
     if not job.benchmark:
         return []
     benchmark = Path(job.benchmark)
@@ -276,10 +292,11 @@ def _earlier_runs(job: PlannedJob, results_dir: Path) -> list[tuple[float, float
     except ValueError:
         return []
     parent = results_dir.parent if results_dir.parent != Path("") else Path(".")
+    pattern, names = _same_point(relative)
     runs = [
         (_wall_time(path), _cooldown_waited(path))
-        for path in sorted(parent.glob(f"*/{relative}"))
-        if path.is_file()
+        for path in sorted(parent.glob(f"*/{pattern}"))
+        if path.is_file() and (names is None or names.fullmatch(path.name))
     ]
     return [(wall, waited) for wall, waited in runs if not math.isnan(wall)]
 
