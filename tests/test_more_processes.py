@@ -101,3 +101,37 @@ def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, 
     rates["hfta"] += [21_500.0]
     second = _round(tmp_path, rates, claims, hardware_dir, 2)
     assert second["inconclusive"] == [] and second["points"] == []
+
+
+def test_the_noisier_side_is_told_by_the_figure_the_claim_reads(tmp_path: Path) -> None:
+    """DeiT's power order, as a second quick run on one H100 measured it: each process's power at its own
+    pace spreads most for DeiT-B (the host ran one of its processes 1.7x faster), but the claim reads power
+    at each point's median pace, where DeiT-S spreads most (one process drew 0.076 J an inference against
+    0.049-0.050). The extra process goes to DeiT-S, the side that keeps the order inconclusive."""
+    own_pace = {"deit-t": [4.95, 6.11, 4.23], "deit-s": [11.97, 12.74, 11.97], "deit-b": [18.9, 31.5, 21.8]}
+    median_pace = {
+        "deit-t": [4.95, 5.57, 5.16], "deit-s": [18.61, 12.25, 11.97], "deit-b": [21.2, 20.9, 21.7]
+    }  # fmt: skip
+    rows = [
+        {"gpu_name": "NVIDIA H100 80GB HBM3", "family": "deit", "model": model, "seq_len": math.nan,
+         "batch_size": 1, "precision": "fp16", "mode": "eager", "run": run, "status": "ok", "reason": "",
+         "metric": "power_above_active_idle", "statistic": statistic, "value": value, "unit": "W"}
+        for statistic, figures in (("mean", own_pace), ("at_median_pace", median_pace))
+        for model, values in figures.items()
+        for run, value in enumerate(values, start=1)
+    ]  # fmt: skip
+    study = pd.DataFrame(rows)
+    keys = ["gpu_name", "family", "model", "seq_len", "batch_size", "precision", "mode"]
+    study.to_csv(tmp_path / "inference_deit.csv", index=False)
+    process_table.summarise(study, keys).to_csv(tmp_path / "inference_deit_processes.csv", index=False)
+    out = tmp_path / "round1.json"
+    root = Path(__file__).resolve().parents[1]
+    main([
+        "more-processes", "--study", "inference", "--tables", str(tmp_path / "inference_deit.csv"),
+        str(tmp_path / "inference_deit_processes.csv"), "--claims", str(root / "config" / "expected"),
+        "--hardware", str(root / "config" / "hardware"), "--gpus", "1", "--per-point", "6", "--extra", "1",
+        "--out", str(out),
+    ])  # fmt: skip
+    plan = json.loads(out.read_text())
+    assert "deit-power-order" in plan["inconclusive"]
+    assert [p["wildcards"]["vit_model"] for p in plan["points"]] == ["deit-s"]

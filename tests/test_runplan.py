@@ -104,8 +104,10 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     sidecar.write_text(json.dumps({"measurement": {"cooldown": {"waited_s": 41.0, "settled_s": 4.0}}}))
     job = PlannedJob("infer_deit", {"mode": "eager"}, benchmark=str(tmp_path / "results-new" / relative))
     cool = durations.COOLDOWN_S["infer_deit"]
-    # the median of this device's runs: 40, 50 and 90 - 41 + 41 / 2, each with half the model's wait
-    assert durations.earlier(job, tmp_path / "results-new", _settings()) == pytest.approx(50 + cool / 2)
+    # the median of this device's runs: 40, 50 and 90 - 41 + (41 + cool) / 2; runs 1 and 2 with half the
+    # model's wait, which their settle already holds (the wait counts towards it)
+    assert cool / 2 <= durations.SETTLE_S - durations.START_FORKED_S
+    assert durations.earlier(job, tmp_path / "results-new", _settings()) == pytest.approx(50)
     # run 3 alone: its wall time, with its 41 s wait halfway to the model's
     alone = tmp_path / "alone"
     (alone / "results-run3").mkdir(parents=True)
@@ -120,7 +122,7 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     )
     assert durations.earlier(unseen, tmp_path / "results-new", _settings()) is None
     found = estimate.estimate([job, unseen], _settings(), tmp_path / "results-new", 16, {})
-    assert found.from_earlier == 1 and found.wall_s == pytest.approx(50 + cool / 2)
+    assert found.from_earlier == 1 and found.wall_s == pytest.approx(50)
     assert found.model_wall_s < 49
     text = estimate.describe(found, 16)
     assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
@@ -148,6 +150,27 @@ def test_the_processes_of_one_point_are_one_job_to_the_estimate(tmp_path: Path) 
     _benchmark(sgemm, 12)
     job = PlannedJob("sgemm_run", {}, benchmark=str(new / "h100/benchmarks/sgemm/cublas_n8192.tsv"))
     assert durations.earlier(job, new, settings) == pytest.approx(12)
+
+
+def test_a_quick_run_without_cool_downs_counts_none_from_an_earlier_runs_waits(tmp_path: Path) -> None:
+    """An earlier run waited 41 s before an inference point; a quick run, which takes no cool-down there
+    (config telemetry.quick.cooldown_studies), counts the point's time without it and no wait at all."""
+    relative = Path("h100/benchmarks/inference/deit/deit-b_b1_fp16_eager_run1.tsv")
+    _benchmark(tmp_path / "results" / relative, 60)
+    sidecar = tmp_path / "results" / "h100/inference/raw/deit/deit-b_b1_fp16_eager_run1.provenance.json"
+    sidecar.parent.mkdir(parents=True)
+    sidecar.write_text(json.dumps({"measurement": {"cooldown": {"waited_s": 41.0}}}))
+    settings = _settings()
+    quick = replace(settings, config={**settings.config, "quick": True})
+    job = PlannedJob("infer_deit", {}, benchmark=str(tmp_path / "results-run2" / relative))
+    # its 41 s wait held the idle baseline as its tail: without the wait, the settle and the baseline
+    settle_and_idle = durations.SETTLE_S - durations.START_FORKED_S + quick.idle_s("infer_deit")
+    new = tmp_path / "results-run2"
+    assert durations.earlier(job, new, quick) == pytest.approx(60 - 41 + settle_and_idle)
+    assert durations.expected_cooldown(job, tmp_path / "results-run2", quick) == 0
+    assert quick.cooldown_s("infer_deit") == 0 and quick.cooldown_s("variability_run") > 0
+    full_wait = (41 + settings.cooldown_s("infer_deit")) / 2  # long enough to hold the baseline again
+    assert durations.earlier(job, tmp_path / "results-run2", settings) == pytest.approx(60 - 41 + full_wait)
 
 
 def _dry_run(workflow: Path, *argv: str) -> str:

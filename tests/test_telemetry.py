@@ -158,6 +158,11 @@ def test_cooldown_to_target_plateau_and_timeout() -> None:
         _CoolingDevice(90, floor_c=90), max_wait_s=0.05, target_temp_c=50, poll_s=0.01, sleep=time.sleep
     )
     assert timeout.status == "timeout"
+    # no wait asked (a quick run's studies without cool-downs): said as such, not as a wait cut short
+    waits: list[float] = []
+    hot = _CoolingDevice(90, floor_c=90)
+    off = wait_for_cooldown(hot, max_wait_s=0, target_temp_c=50, sleep=waits.append)
+    assert off.status == "off" and off.waited_s == 0 and waits == []
     unknown = wait_for_cooldown(CpuSource(), max_wait_s=10, sleep=no_sleep)
     if math.isnan(unknown.start_temp_c):
         assert unknown.status == "no_temperature"

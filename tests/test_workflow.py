@@ -103,6 +103,9 @@ def test_a_quick_run_measures_behind_every_claim_the_gpu_can_serve(workflow_copy
     assert "_run4" not in planned and "checkpoint more_processes:" in planned
     # serial's rate is one model's at any B: measured at the smaller B only; the claims judge stock steps
     assert f"serial_fp16_b{best_b}_run1" not in planned and "resnet18/graphed/" not in planned
+    # no cool-down before a quick run's inference, HFTA and SGEMM points (config telemetry.quick)
+    for command in re.findall(r"gpurepro (?:infer|hfta|sgemm) .*", planned):
+        assert "--cooldown-max-wait-s 0.0 " in command, command
 
 
 def _job_counts(planned: str) -> dict[str, int]:

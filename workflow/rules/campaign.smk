@@ -125,7 +125,7 @@ rule campaign_node:
             filter(
                 None,
                 [
-                    f"{measurement_flags()} --warmup {SGEMM['warmup']}",
+                    f"{measurement_flags('variability')} --warmup {SGEMM['warmup']}",
                     f"--idle-temperature-dir {CAMPAIGN_DIR}/cooldown/{wildcards.node}",
                     binary_flag(wildcards, input),
                 ],

@@ -335,10 +335,11 @@ def binary_flag(wildcards, input):
 os.environ.setdefault("GPUREPRO_DCGM_OUT", "auto")
 
 
-def measurement_flags(energy_window_s=None, section=None):
-    """Options every measuring `gpurepro` subcommand takes: profile, GPU check, seed, CPU pinning,
-    telemetry. A study may ask for a longer energy window than telemetry.min_energy_window_s, never a
-    shorter one, and its profile `section` may set a shorter idle baseline (profiles.idle_seconds).
+def measurement_flags(study, energy_window_s=None, section=None):
+    """Options every measuring `gpurepro` subcommand of `study` takes: profile, GPU check, seed, CPU
+    pinning, telemetry. A study may ask for a longer energy window than telemetry.min_energy_window_s,
+    never a shorter one, its profile `section` may set a shorter idle baseline (profiles.idle_seconds),
+    and a quick run may leave its cool-downs out (profiles.cooldown_max_wait_s).
     """
     t = config["telemetry"]
     window = max(t["min_energy_window_s"], energy_window_s or 0)
@@ -348,7 +349,7 @@ def measurement_flags(energy_window_s=None, section=None):
         f"--profile {DEVICE} --seed {config['seed']} --pin {pin} "
         f"--rate-hz {t['rate_hz']} --sampler {t['sampler']} "
         f"--idle-seconds {idle} --energy-window-s {window} "
-        f"--cooldown-max-wait-s {profiles.cooldown_max_wait_s(config)} "
+        f"--cooldown-max-wait-s {profiles.cooldown_max_wait_s(config, study)} "
         f"--idle-temperature-dir {COOLDOWN_DIR}"
     )
 

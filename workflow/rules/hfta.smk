@@ -96,7 +96,7 @@ HFTA_FLAGS = (
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
     f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
     f"--min-timed-s {hfta_study.min_timed_s(HFTA, config)} "
-    f"--dropped-steps {HFTA_RUN['dropped_steps']} {measurement_flags(section=HFTA)}"
+    f"--dropped-steps {HFTA_RUN['dropped_steps']} {measurement_flags('hfta', section=HFTA)}"
 )
 
 

@@ -97,7 +97,7 @@ INFERENCE_TIMING = inference_study.timing(INFERENCE, config)
 # no active idle, so the flag is not among every study's measurement_flags).
 INFERENCE_FLAGS = (
     f"--gpu {JOB_GPU} --min-run-time {INFERENCE_TIMING['min_run_time_s']} "
-    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags(INFERENCE_TIMING['energy_window_s'], INFERENCE)} "
+    f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags('inference', INFERENCE_TIMING['energy_window_s'], INFERENCE)} "
     f"--active-idle-seconds {config['telemetry']['active_idle_seconds']}"
 )
 

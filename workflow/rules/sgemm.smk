@@ -30,7 +30,7 @@ rule sgemm_run:
         warmup=SGEMM["warmup"],
         gpu=JOB_GPU,
         binary=binary_flag,
-        flags=measurement_flags(),
+        flags=measurement_flags("sgemm"),
     shell:
         container_exec(MEASURE_GPU)
         + "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "

@@ -88,7 +88,7 @@ if VARIABILITY_NODE:
             log_dir=lambda wildcards: f"{RESULTS}/logs/variability/{wildcards.backend}_run{wildcards.run}",
             # each GPU's process measures as a per-GPU variability job would
             sgemm=lambda wildcards, input: (
-                f"{measurement_flags()} --warmup {SGEMM['warmup']} {binary_flag(wildcards, input)}"
+                f"{measurement_flags('variability')} --warmup {SGEMM['warmup']} {binary_flag(wildcards, input)}"
             ),
         # a run that fails on any GPU fails the job: Snakemake removes its files and measures the run
         # again on every GPU, as they are only alike measured together
@@ -122,7 +122,7 @@ else:
             reps=VARIABILITY["reps"],
             warmup=SGEMM["warmup"],
             binary=binary_flag,
-            flags=measurement_flags(),
+            flags=measurement_flags("variability"),
             # the noise options (none unless config variability.noise asks): training as in train.smk
             noise=lambda wildcards: noise_flags(
                 VARIABILITY_NOISE,

@@ -77,15 +77,20 @@ _TABLE_COLUMNS = {"net": "workload", "scheme": "mode", "b": "b", "step": "step",
 
 
 def _processes(
-    family: str, wildcards: dict[str, str], metric: str, tables: dict[str, pd.DataFrame]
+    family: str, wildcards: dict[str, str], selection: Selection, tables: dict[str, pd.DataFrame]
 ) -> tuple[tuple[int, ...], float]:
-    """The runs that measured a point and the geometric SD of its figure over them, from the study's
-    across-process table (none yet: no runs, NaN)."""
+    """The runs that measured a point and the geometric SD over them of the figure the claim reads (its
+    metric and, in an inference table, its per-process statistic: a process's power at its point's
+    median pace spreads far less than its power at its own pace), from the study's across-process table
+    (none yet: no runs, NaN)."""
     name, own_metric = _PROCESS_TABLES[family]
     table = tables.get(name)
     if table is None or table.empty:
         return (), math.nan
-    rows = table[table["metric"] == (own_metric or metric)]
+    rows = table[table["metric"] == (own_metric or selection.metric)]
+    per_process = selection.where.get("per_process")
+    if own_metric is None and per_process is not None and "per_process" in rows:
+        rows = rows[rows["per_process"].astype(str) == str(per_process)]
     for wildcard, value in wildcards.items():
         column = _TABLE_COLUMNS[wildcard]
         if column in rows:
@@ -111,7 +116,7 @@ def claim_points(claim: Claim, tables: dict[str, pd.DataFrame]) -> list[Point]:
         for _, row in rows.iterrows():
             point_family = family if family == "hfta" else str(row["family"])
             for wildcards in to_wildcards(row):
-                runs, gsd = _processes(point_family, wildcards, selection.metric, tables)
+                runs, gsd = _processes(point_family, wildcards, selection, tables)
                 point = Point(point_family, tuple(sorted(wildcards.items())), runs, gsd)
                 points.setdefault(point.key, point)
     return list(points.values())

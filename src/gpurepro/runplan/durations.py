@@ -61,6 +61,13 @@ COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.12
 COOLDOWN_SCALE_RANGE = (0.66, 2.0)
 # The profile section whose settings (an idle baseline of its own) a measuring rule takes.
 STUDY_OF_RULE = {"infer_deit": "inference", "infer_bert": "inference", "hfta_point": "hfta"}
+# The study whose cool-down setting a measuring rule takes (profiles.cooldown_max_wait_s).
+COOLDOWN_STUDY = {
+    **STUDY_OF_RULE,
+    "sgemm_run": "sgemm",
+    "variability_run": "variability",
+    "variability_node": "variability",
+}
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
 INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
@@ -128,6 +135,11 @@ class RunSettings:
         section = self.profile.get(STUDY_OF_RULE.get(rule, ""), {})
         return profiles.idle_seconds(section, self.config)
 
+    def cooldown_cap_s(self, rule: str) -> float:
+        """The longest cool-down this run lets a point of `rule` wait (none in a quick run's studies that
+        take no cool-down: profiles.cooldown_max_wait_s)."""
+        return profiles.cooldown_max_wait_s(self.config, COOLDOWN_STUDY.get(rule))
+
     def cooldown_s(self, rule: str) -> float:
         """The expected cool-down wait before a point of `rule`, for this run's starting temperature."""
         if not self.gpu:
@@ -137,21 +149,24 @@ class RunSettings:
             low, high = COOLDOWN_SCALE_RANGE
             scale = 1.0 - COOLDOWN_SCALE_PER_C * (self.start_temperature_c - COOLDOWN_REFERENCE_C)
             mean *= min(high, max(low, scale))
-        return min(mean, profiles.cooldown_max_wait_s(self.config))
+        return min(mean, self.cooldown_cap_s(rule))
 
 
-def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
-    """A GPU point: start-up, cool-down and idle baseline around its own work (a cool-down longer than
-    the baseline has the baseline as its tail: harness.py)."""
-    cooldown = settings.cooldown_s(rule)
+def _rest(settings: RunSettings, rule: str, cooldown: float) -> float:
+    """Seconds a point of `rule` spends before its own work after a cool-down of `cooldown` s: the settle,
+    the wait and the idle baseline, which a wait long enough holds as its tail (harness.py)."""
     # the GPU left alone after the previous point, what of it its own start-up has not already taken; the
     # cool-down's wait counts towards it
     settling = max(0.0, SETTLE_S - settings.start_s) if settings.gpu else 0.0
     idle = settings.idle_s(rule)
     # the cool-down's tail is the idle baseline where it is long enough and lies after the settle
     tail = cooldown >= idle + max(IDLE_TAIL_MARGIN_S, settling)
-    rest = max(settling, cooldown) + (0.0 if tail else idle)
-    return settings.start_s + rest + body_s
+    return max(settling, cooldown) + (0.0 if tail else idle)
+
+
+def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
+    """A GPU point: start-up, cool-down and idle baseline around its own work."""
+    return settings.start_s + _rest(settings, rule, settings.cooldown_s(rule)) + body_s
 
 
 def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, rule: str) -> float:
@@ -301,7 +316,7 @@ def _earlier_runs(job: PlannedJob, results_dir: Path) -> list[tuple[float, float
     return [(wall, waited) for wall, waited in runs if not math.isnan(wall)]
 
 
-def _blended_wait(waited: float, expected: float) -> float:
+def _blended_wait(waited: float, expected: float, cap: float = math.inf) -> float:
     """The cool-down expected before a job an earlier run of this device measured: half what that run
     waited, half what the model expects for this run's starting temperature. Each alone misses: a run
     straight after another starts warm, so the model expects short waits, yet where the room keeps
@@ -309,16 +324,22 @@ def _blended_wait(waited: float, expected: float) -> float:
     for K; L, M: 125 then 257 s, the model 47 s for M); and a first run that started cold waits far longer
     than the warm run after it (C, D: 317 then 155 s). Dry-runs from the first run's files, against the
     second's time: K -11% (the model's waits alone -26%), M -16% (-22%), F +5% (-6%), D +15% (C's files,
-    older code; C's waits alone +27%)."""
-    return (waited + expected) / 2
+    older code; C's waits alone +27%). Never past the wait this run allows (`cap`): an earlier run that
+    waited before a point says nothing of a run that takes no cool-down there."""
+    return min((waited + expected) / 2, cap)
 
 
 def earlier(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float | None:
     """The median wall time of this job in earlier runs of this device, each with the cool-down it waited
     replaced by the one expected for it (_blended_wait)."""
-    expected = settings.cooldown_s(job.rule)
+    expected, cap = settings.cooldown_s(job.rule), settings.cooldown_cap_s(job.rule)
+    # a wait replaced, with what it held: a wait as long as the idle baseline held the baseline as its tail,
+    # so a shorter one (none, in a quick run's studies without cool-downs) gives back less than it was
     times = [
-        wall - waited + _blended_wait(waited, expected) for wall, waited in _earlier_runs(job, results_dir)
+        wall
+        - _rest(settings, job.rule, waited)
+        + _rest(settings, job.rule, _blended_wait(waited, expected, cap))
+        for wall, waited in _earlier_runs(job, results_dir)
     ]
     return statistics.median(times) if times else None
 
@@ -326,6 +347,6 @@ def earlier(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float 
 def expected_cooldown(job: PlannedJob, results_dir: Path, settings: RunSettings) -> float:
     """The cool-down wait the estimate counts before this job: as `earlier` counts it where earlier runs
     of this device measured the job, else the model's (RunSettings.cooldown_s)."""
-    expected = settings.cooldown_s(job.rule)
-    waits = [_blended_wait(waited, expected) for _, waited in _earlier_runs(job, results_dir)]
+    expected, cap = settings.cooldown_s(job.rule), settings.cooldown_cap_s(job.rule)
+    waits = [_blended_wait(waited, expected, cap) for _, waited in _earlier_runs(job, results_dir)]
     return statistics.median(waits) if waits else expected

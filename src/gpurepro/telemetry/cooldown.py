@@ -47,7 +47,7 @@ SETTLE_S = 2.5
 
 @dataclass(frozen=True)
 class CooldownResult:
-    status: str  # "reached", "levelled", "plateau", "timeout", or "no_temperature"
+    status: str  # "reached", "levelled", "plateau", "timeout", "off" (no wait asked), or "no_temperature"
     waited_s: float
     start_temp_c: float
     end_temp_c: float
@@ -251,7 +251,8 @@ def wait_for_cooldown(
         elif elapsed >= plateau_s and _plateaued(history, elapsed - plateau_s, current):
             status = "plateau"
         elif elapsed >= max_wait_s:
-            status = "timeout"
+            # a wait of 0 s is no cool-down at all (a quick run's studies that take none), not one cut short
+            status = "timeout" if max_wait_s > 0 else "off"
         if status is not None:
             return CooldownResult(status, elapsed, start_temp, current, target, level, dict(readings))
         sleep(poll_s)
