@@ -243,8 +243,9 @@ def _clip_wide_bars(ax: Axes, rows: pd.DataFrame, marks: pd.DataFrame) -> None:
 MARKERS = ("o", "s", "D", "^", "v")
 CLIP = 3.0  # an axis reaches this many times its highest point; a longer bar is cut there and labelled
 ONE_RUN = (
-    "one run per point: no interval across runs, and none within it (the power's own bootstrap interval "
-    "is of its pace's power, in the table)"
+    "one run per point: no interval across runs; the power's bars are its 95% interval within the run "
+    "(a bootstrap over the energy window's sub-windows; one process's median pace is its own), latency "
+    "and energy have none"
 )
 
 
