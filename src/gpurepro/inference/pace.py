@@ -46,7 +46,7 @@ def rows_at_median_pace(table: pd.DataFrame, point_keys: Sequence[str]) -> pd.Da
     process, the energy per inference above active idle at the point's median rate (W), and once per
     process the median rate itself. Empty where no process of a point has both figures."""
     keys = [key for key in point_keys if key in table]
-    ok = table[table.get("status", pd.Series("ok", index=table.index)).astype(str) == "ok"]
+    ok = table[table["status"].astype(str) == "ok"]
     if ok.empty or "run" not in ok:
         return pd.DataFrame(columns=table.columns)
     out: list[dict] = []

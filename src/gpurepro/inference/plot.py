@@ -28,6 +28,7 @@ from ..errors import GpureproError
 from ..plotting import failures, figure, finish, not_reported, nothing_ran, yerr
 from ..process_stats import across_processes
 from ..verdict.published import study_claims
+from .pace import STATISTIC as AT_MEDIAN_PACE
 from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
 FAMILY_TITLES = {"deit": "DeiT (timm)", "bert": "BERT for sequence classification (transformers)"}
@@ -52,7 +53,7 @@ PANELS = (
     Panel(
         "power above active idle",
         "power_above_active_idle",
-        "at_median_pace",
+        AT_MEDIAN_PACE,
         "W above active idle, at the point's median pace",
     ),
     Panel(
@@ -66,7 +67,7 @@ PANELS = (
 CLAIM_PANELS = {
     ("latency", "median"): "latency",
     ("power_above_active_idle", "mean"): "power above active idle",
-    ("power_above_active_idle", "at_median_pace"): "power above active idle",
+    ("power_above_active_idle", AT_MEDIAN_PACE): "power above active idle",
     ("energy_per_inference", "above_active_idle"): "energy per inference above active idle",
 }
 # Published figures of another basis than any panel's: the artifact's power and energy above its idle draw

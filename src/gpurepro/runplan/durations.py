@@ -61,12 +61,18 @@ COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.12
 COOLDOWN_SCALE_RANGE = (0.66, 2.0)
 # The profile section whose settings (an idle baseline of its own) a measuring rule takes.
 STUDY_OF_RULE = {"infer_deit": "inference", "infer_bert": "inference", "hfta_point": "hfta"}
-# The study whose cool-down setting a measuring rule takes (profiles.cooldown_max_wait_s).
-COOLDOWN_STUDY = {
-    **STUDY_OF_RULE,
+# The measuring rules of each study: as the estimate names them, and whose cool-down setting a rule
+# takes (profiles.cooldown_max_wait_s).
+STUDIES = {
     "sgemm_run": "sgemm",
     "variability_run": "variability",
     "variability_node": "variability",
+    "infer_deit": "inference",
+    "infer_bert": "inference",
+    "hfta_point": "hfta",
+    "train_ddp": "ddp",
+    "reference_run": "reference",
+    "profile_nsys_run": "profiling",
 }
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
@@ -138,7 +144,7 @@ class RunSettings:
     def cooldown_cap_s(self, rule: str) -> float:
         """The longest cool-down this run lets a point of `rule` wait (none in a quick run's studies that
         take no cool-down: profiles.cooldown_max_wait_s)."""
-        return profiles.cooldown_max_wait_s(self.config, COOLDOWN_STUDY.get(rule))
+        return profiles.cooldown_max_wait_s(self.config, STUDIES.get(rule))
 
     def cooldown_s(self, rule: str) -> float:
         """The expected cool-down wait before a point of `rule`, for this run's starting temperature."""
@@ -297,8 +303,8 @@ def _earlier_runs(job: PlannedJob, results_dir: Path) -> list[tuple[float, float
     """(wall time, cool-down waited) of this job's point in earlier runs of this device (see the module's
     docstring): its benchmark files in this results folder or a sibling one, in every process that
     measured the point. The processes of a point are one job run again: pooling them keeps one slow
-    process (a fresh machine's first, loading cuDNN and the CUDA libraries from disk: 67 s against 23-27 s
-    for the first fused HFTA process on an H100) from standing for the point in the next run."""
+    process (a fresh machine's first: 57-67 s against 23-27 s for the first fused HFTA process on an H100,
+    which builds the Triton convolutions) from standing for the point in the next run."""
     if not job.benchmark:
         return []
     benchmark = Path(job.benchmark)

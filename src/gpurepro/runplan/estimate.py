@@ -10,19 +10,6 @@ from pathlib import Path
 from . import durations, schedule
 from .jobs import PlannedJob
 
-# The measuring rules of each study, as the estimate names them.
-STUDIES = {
-    "sgemm_run": "sgemm",
-    "variability_run": "variability",
-    "variability_node": "variability",
-    "infer_deit": "inference",
-    "infer_bert": "inference",
-    "hfta_point": "hfta",
-    "train_ddp": "ddp",
-    "reference_run": "reference",
-    "profile_nsys_run": "profiling",
-}
-
 
 @dataclass(frozen=True)
 class Estimate:
@@ -50,9 +37,10 @@ def estimate(
     seconds = [m if e is None else e for m, e in zip(modelled, earlier, strict=True)]
     studies: dict[str, tuple[int, float]] = {}
     for job, s in zip(jobs, seconds, strict=True):
-        if job.rule in STUDIES:
-            count, total = studies.get(STUDIES[job.rule], (0, 0.0))
-            studies[STUDIES[job.rule]] = (count + 1, total + s)
+        study = durations.STUDIES.get(job.rule)
+        if study is not None:
+            count, total = studies.get(study, (0, 0.0))
+            studies[study] = (count + 1, total + s)
     return Estimate(
         jobs=len(jobs),
         wall_s=schedule.simulate(jobs, seconds, cores, capacity).wall_s,
