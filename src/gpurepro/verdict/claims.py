@@ -21,7 +21,7 @@ from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from ..schema import first_error, read_yaml
 from .points import PointKeys, check_selection
-from .ranges import Expected, Tolerance, accepted_range, expected_ends
+from .ranges import Expected, Tolerance, accepted_range, expected_ends, number
 
 REDUCTIONS = ("single", "each", "min", "max", "median", "mean")
 RELATIVE, ABSOLUTE = "relative", "absolute"
@@ -207,19 +207,19 @@ class Claim:
         unit = self.unit
         shown = self.shown_unit
         if self.expected.value is not None:
-            text = f"{_number(low)}{shown}"
+            text = f"{number(low)}{shown}"
             if self.expected.formula and factor is None:
                 text += f" (= {self.expected.formula})"
         elif math.isfinite(low) and math.isfinite(high):
-            text = f"{_number(low)}–{_number(high)}{shown}"
+            text = f"{number(low)}–{number(high)}{shown}"
         elif math.isfinite(high):
-            text = f"≤ {_number(high)}{shown}"
+            text = f"≤ {number(high)}{shown}"
         else:
-            text = f"≥ {_number(low)}{shown}"
+            text = f"≥ {number(low)}{shown}"
         if self.expected.across is not None:
             stated_high = self.expected.stated_high * scale  # type: ignore[operator]
             text += (
-                f" (the paper states {_number(low)}–{_number(stated_high)}{shown} across "
+                f" (the paper states {number(low)}–{number(stated_high)}{shown} across "
                 f"{self.expected.across}: one workload on another GPU is held to its lower end)"
             )
         tolerance = self.tolerance.describe(unit)
@@ -258,11 +258,6 @@ def computed_value(formula: str) -> float:
         return value(ast.parse(formula, mode="eval").body)
     except (SyntaxError, ZeroDivisionError) as error:
         raise ValueError(str(error)) from error
-
-
-def _number(value: float) -> str:
-    """Four significant digits, large values in full with thousands separators (16,621, not 1.662e+04)."""
-    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def default_schema() -> Path:

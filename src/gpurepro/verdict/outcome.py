@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..hardware import Gpu
 from .claims import Claim
+from .ranges import number
 from .statuses import GRADE_OF, INCONCLUSIVE_RESULTS, NOT_COMPARABLE, SCALED, SHOWN, TRANSFERRED
 
 
@@ -90,13 +91,13 @@ class Outcome:
         if not self.values:
             return ""
         if len(self.values) == 1:
-            return f"{self.values[0]:.4g}{self.claim.shown_unit}"
+            return f"{number(self.values[0])}{self.claim.shown_unit}"
         if self.claim.order:
-            return " < ".join(f"{v:.4g}" for v in self.values) + self.claim.shown_unit
-        spread = f"{min(self.values):.4g}–{max(self.values):.4g}{self.claim.shown_unit}"
+            return " < ".join(number(v) for v in self.values) + self.claim.shown_unit
+        spread = f"{number(min(self.values))}–{number(max(self.values))}{self.claim.shown_unit}"
         return f"{spread} ({len(self.values)} values)"
 
 
 def bound(value: float) -> str:
     """One end of an accepted range in words: "any" where it is open."""
-    return "any" if math.isinf(value) else f"{value:.4g}"
+    return number(value)

@@ -93,7 +93,7 @@ def untestable_reason(expected: Expected, accepted: tuple[float, float], factor:
     low, high = accepted
     two_sided = math.isfinite(published_low) and math.isfinite(published_high)
     if (two_sided or math.isfinite(published_low)) and low <= 0 < published_low:
-        return f"its accepted range reaches 0 ({_number(low)} to {_number(high)})"
+        return f"its accepted range reaches 0 ({number(low)} to {number(high)})"
     if two_sided:
         widening = (high / low) / (published_high / published_low) if low > 0 else math.inf
     elif math.isfinite(published_low):
@@ -104,11 +104,15 @@ def untestable_reason(expected: Expected, accepted: tuple[float, float], factor:
         return "it states no bound"
     if widening > MAX_WIDENING:
         return (
-            f"its accepted range ({_number(low)} to {_number(high)}) is {widening:.2g}x as wide as the "
+            f"its accepted range ({number(low)} to {number(high)}) is {widening:.2g}x as wide as the "
             f"paper's figure (more than {MAX_WIDENING:g}x)"
         )
     return ""
 
 
-def _number(value: float) -> str:
-    return "any" if math.isinf(value) else f"{value:.4g}"
+def number(value: float) -> str:
+    """A figure in the verdict's words: four significant digits, large values in full with thousands
+    separators (131,900, not 1.319e+05), "any" for an open end of a range."""
+    if math.isinf(value):
+        return "any"
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"

@@ -1,0 +1,70 @@
+"""The regression check on HFTA's fused array (h100-hfta-fused-b32-throughput): the fused B=32 point's
+median throughput over its processes, read exactly on an H100 and scaled datasheet against datasheet on
+another GPU; the host-paced serial baseline plays no part in it."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from gpurepro.hardware import load_hardware
+from gpurepro.verdict.claims import load_claims
+from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.points import load_points
+from gpurepro.verdict.statuses import EXACT, NOT_MEASURED, OUTSIDE, SCALED, WITHIN
+
+from .conftest import ROOT
+from .test_verdict import H100, H200, SCHEMA
+
+HARDWARE = load_hardware(ROOT / "config" / "hardware")
+CHECK = next(
+    claim
+    for claim in load_claims([ROOT / "config" / "expected"], SCHEMA, HARDWARE, load_points())
+    if claim.id == "h100-hfta-fused-b32-throughput"
+)
+
+
+def _processes(gpu: str, fused: float, serial: float = 9_000.0) -> dict[str, pd.DataFrame]:
+    """A made tables/hfta_processes.csv: the fused B=32 point (3 processes, +-2%) beside the points the
+    check must not read: serial at B=1, MPS and the graphed fused array at B=32."""
+    points = [("hfta", "stock", 32, fused), ("serial", "stock", 1, serial), ("mps", "stock", 32, 80_000.0),
+              ("hfta", "graphed", 32, 2 * fused)]  # fmt: skip
+    rows = [
+        {"gpu_name": gpu, "workload": "resnet18", "precision": "fp16", "mode": mode, "step": step, "b": b,
+         "metric": "throughput", "per_process": "value", "statistic": statistic, "value": figure,
+         "unit": "samples/s", "runs": "1,2,3",
+         "process_values": ",".join(repr(v) for v in (value * 0.99, value, value * 1.01))}
+        for mode, step, b, value in points
+        for statistic, figure in [("median", value), ("ci_low", value / 1.02), ("ci_high", value * 1.02)]
+    ]  # fmt: skip
+    return {"hfta_processes": pd.DataFrame(rows)}
+
+
+def test_on_an_h100_the_fused_arrays_own_rate_is_read_exactly() -> None:
+    (held,) = evaluate([CHECK], _processes(H100, 131_000.0), HARDWARE)
+    assert held.judged == EXACT and held.result == WITHIN and held.values == (131_000.0,)
+    assert held.accepted == pytest.approx((131_900 / 1.1, 131_900 * 1.1))
+    assert "from tables/hfta_processes.csv: throughput median where workload=resnet18" in held.detail
+    assert held.processes == (3,)
+    # the serial baseline moving with the host does not move the check
+    (slow_host,) = evaluate([CHECK], _processes(H100, 131_000.0, serial=14_000.0), HARDWARE)
+    assert slow_host.result == WITHIN
+    (regressed,) = evaluate([CHECK], _processes(H100, 100_000.0), HARDWARE)
+    assert regressed.result == OUTSIDE
+
+
+def test_on_another_gpu_it_is_scaled_datasheet_against_datasheet() -> None:
+    """No H100 FP16 GEMM or bandwidth is measured (config/hardware), so an H200 takes the datasheets:
+    sqrt(989.5/989.5 x 4800/3350), +-18% (10% and the scaling's 15% in quadrature)."""
+    factor = math.sqrt(4800 / 3350)
+    (h200,) = evaluate([CHECK], _processes(H200, 148_000.0), HARDWARE)
+    assert h200.judged == SCALED and h200.factor == pytest.approx(factor)
+    assert h200.result == WITHIN and h200.status == f"scaled from H100 SXM: {WITHIN}"
+    assert h200.accepted[0] == pytest.approx(131_900 * factor / (1 + math.hypot(0.10, 0.15)))
+    (h100_rate,) = evaluate([CHECK], _processes(H200, 131_000.0), HARDWARE)  # an H100's rate on an H200
+    assert h100_rate.result == OUTSIDE
+    # a GPU with no hardware entry has no datasheet to scale by: not measured, saying why
+    (unknown,) = evaluate([CHECK], _processes("NVIDIA L4", 60_000.0), HARDWARE)
+    assert unknown.result == NOT_MEASURED and "no datasheet fp16_gemm" in unknown.detail
