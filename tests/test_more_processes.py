@@ -135,3 +135,38 @@ def test_the_noisier_side_is_told_by_the_figure_the_claim_reads(tmp_path: Path) 
     plan = json.loads(out.read_text())
     assert "deit-power-order" in plan["inconclusive"]
     assert [p["wildcards"]["vit_model"] for p in plan["points"]] == ["deit-s"]
+
+
+def test_an_orderings_extra_process_goes_to_the_step_it_could_not_resolve(tmp_path: Path) -> None:
+    """BERT's power order, as a fresh quick run on one H100 measured it before its extra round: BERT-B at
+    sequence 128 spreads most (one process drew 7.3 W against 11.7-11.9), but its step to BERT-B s384
+    resolved ([5.2, 18.6] W); the step from s384 to BERT-L did not ([-4.0, 9.0] W). The extra process
+    goes to s384, the noisier point of that step, not to s128."""
+    median_pace = {
+        ("bert-b", 128): [11.91, 7.26, 11.74], ("bert-b", 384): [20.96, 25.81, 19.80],
+        ("bert-l", 320): [24.08, 26.90, 23.13],
+    }  # fmt: skip
+    rows = [
+        {"gpu_name": "NVIDIA H100 80GB HBM3", "family": "bert", "model": model, "seq_len": seq,
+         "batch_size": 1, "precision": "fp16", "mode": "eager", "run": run, "status": "ok", "reason": "",
+         "metric": "power_above_active_idle", "statistic": "at_median_pace", "value": value, "unit": "W"}
+        for (model, seq), values in median_pace.items()
+        for run, value in enumerate(values, start=1)
+    ]  # fmt: skip
+    study = pd.DataFrame(rows)
+    keys = ["gpu_name", "family", "model", "seq_len", "batch_size", "precision", "mode"]
+    study.to_csv(tmp_path / "inference_bert.csv", index=False)
+    process_table.summarise(study, keys).to_csv(tmp_path / "inference_bert_processes.csv", index=False)
+    out = tmp_path / "round1.json"
+    root = Path(__file__).resolve().parents[1]
+    main([
+        "more-processes", "--study", "inference", "--tables", str(tmp_path / "inference_bert.csv"),
+        str(tmp_path / "inference_bert_processes.csv"), "--claims", str(root / "config" / "expected"),
+        "--hardware", str(root / "config" / "hardware"), "--gpus", "1", "--per-point", "6", "--extra", "1",
+        "--out", str(out),
+    ])  # fmt: skip
+    plan = json.loads(out.read_text())
+    assert plan["inconclusive"] == ["bert-power-order"]
+    assert [(p["wildcards"]["bert_model"], p["wildcards"]["seq"]) for p in plan["points"]] == [
+        ("bert-b", "384")
+    ]

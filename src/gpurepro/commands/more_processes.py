@@ -62,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
         (o for o in outcomes if o.grade == UNRESOLVED), key=lambda o: o.claim.purpose != REPRODUCTION
     )
     read = {o.claim.id: claim_points(o.claim, tables) for o in outcomes if o.grade != UNMEASURED}
-    points = next_round([read[o.claim.id] for o in waiting], budget, read.values())
+    # an ordering's processes go to the points of the steps it could not resolve, not to a noisy point
+    # whose step already resolved
+    unsettled = [
+        claim_points(o.claim, tables, o.unsettled) if o.unsettled else read[o.claim.id] for o in waiting
+    ]
+    points = next_round(unsettled, budget, read.values())
     for outcome in waiting:
         print(f"inconclusive: {outcome.claim.id}: {outcome.detail}", file=sys.stderr)
     plan = {

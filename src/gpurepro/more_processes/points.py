@@ -5,6 +5,7 @@ it. Only the studies measured in processes (inference, HFTA) have points to add 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -32,8 +33,12 @@ class Point:
         return {**dict(self.wildcards), "run": max(self.runs, default=0) + 1}
 
 
-def selections(claim: Claim) -> list[Selection]:
-    """Every selection a claim reads: its measure, what it subtracts or divides by, each ordered point."""
+def selections(claim: Claim, order: Sequence[int] | None = None) -> list[Selection]:
+    """Every selection a claim reads: its measure, what it subtracts or divides by, each ordered point;
+    where `order` names positions, only the ordered points there (an ordering's measure alone selects
+    every one of its points)."""
+    if order is not None:
+        return [claim.measure.with_where(claim.order[i]) for i in order]
     chosen = [claim.measure, *(s for s in (claim.subtract, claim.divide_by) if s is not None)]
     return chosen + [claim.measure.with_where(point) for point in claim.order]
 
@@ -103,10 +108,13 @@ def _processes(
     return runs, float(gsd.iloc[0]) if len(gsd) else math.nan
 
 
-def claim_points(claim: Claim, tables: dict[str, pd.DataFrame]) -> list[Point]:
-    """The raw points behind every row the claim reads, each once, with its runs and noise."""
+def claim_points(
+    claim: Claim, tables: dict[str, pd.DataFrame], order: Sequence[int] | None = None
+) -> list[Point]:
+    """The raw points behind every row the claim reads, each once, with its runs and noise; of an
+    ordering, only the points at the positions `order` names, where given (its unresolved steps')."""
     points: dict[tuple, Point] = {}
-    for selection in selections(claim):
+    for selection in selections(claim, order):
         family = _family(selection.table)
         table = tables.get(selection.table)
         if family is None or table is None:

@@ -105,8 +105,10 @@ class _Judge:
             return result(NOT_COMPARABLE, f"off {paper[0].name}: {off.why}", OFF_PAPER)
         try:
             if claim.order:
-                verdict, detail, ordered, counts = self._order(claim)
-                return result(verdict, detail, RELATIVE, values=ordered, processes=counts)
+                verdict, detail, ordered, counts, unsettled = self._order(claim)
+                return result(
+                    verdict, detail, RELATIVE, values=ordered, processes=counts, unsettled=unsettled
+                )
             values, how = self._values(claim)
             p_value = self._p_value(claim)
         except NotMeasured as why:
@@ -204,23 +206,27 @@ class _Judge:
         counts = numerator.counts + second.counts
         return Values([value], claim.unit, combined_interval(numerator, second, sign), counts=counts), how
 
-    def _order(self, claim: Claim) -> tuple[str, str, tuple[float, ...], tuple[int | None, ...]]:
-        """The result, its detail, the points' values and the processes behind each: each point's value
-        must exceed the one before; a step counts only where it is resolved (judging.order_step)."""
+    def _order(
+        self, claim: Claim
+    ) -> tuple[str, str, tuple[float, ...], tuple[int | None, ...], tuple[int, ...]]:
+        """The result, its detail, the points' values, the processes behind each, and the positions of
+        the points in its unresolved steps: each point's value must exceed the one before; a step counts
+        only where it is resolved (judging.order_step)."""
         points = [
             read(claim.measure.with_where(where), claim.study, self.tables, self.rules)
             for where in claim.order
         ]
         values = [p.values[0] for p in points]
-        steps, unresolved, reversed_ = [], 0, 0
-        for first, second in zip(points, points[1:], strict=False):
+        steps, unsettled, reversed_ = [], set(), 0
+        for i, (first, second) in enumerate(zip(points, points[1:], strict=False)):
             step, resolved = order_step(first, second)
             steps.append(step)
-            unresolved += resolved is None
+            if resolved is None:
+                unsettled |= {i, i + 1}
             reversed_ += resolved is False
-        verdict = ORDER_FAILS if reversed_ else NOT_RESOLVED if unresolved else ORDER_HOLDS
+        verdict = ORDER_FAILS if reversed_ else NOT_RESOLVED if unsettled else ORDER_HOLDS
         detail = f"{'; '.join(steps)} {claim.unit} (95% intervals) from {claim.measure.describe()}"
-        return verdict, detail, tuple(values), tuple(p.counts[0] for p in points)
+        return verdict, detail, tuple(values), tuple(p.counts[0] for p in points), tuple(sorted(unsettled))
 
     def _off_paper(self, claim: Claim, paper: Gpu, values: Values, how: str) -> tuple[str, str]:
         """How a claim with nothing to make it comparable reads off the paper's GPU: its value shown

@@ -27,6 +27,9 @@ class Outcome:
     plot: str | None = None
     # the processes behind each side of the value (each point of an ordering); None where unknown
     processes: tuple[int | None, ...] = ()
+    # an ordering's points (positions in claim.order) in the steps it could not resolve: where more
+    # processes can settle it (a resolved step needs none)
+    unsettled: tuple[int, ...] = ()
 
     @property
     def inconclusive(self) -> bool:
