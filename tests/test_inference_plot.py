@@ -285,3 +285,15 @@ def test_the_cli_draws_it(tmp_path: Path) -> None:
     quick_deit_table().to_csv(table, index=False)
     assert cli.main(["plot", "deit", str(table), "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_panel_whose_points_span_twenty_times_is_drawn_on_a_log_axis() -> None:
+    """DeiT-B's CUDA graph draws about 160 W above active idle, eager DeiT-T about 3: on a linear axis the
+    eager points whose order the claims read would lie flat at its foot; the latency and energy panels,
+    whose points span less, stay linear from 0."""
+    panels = _axes(inference_plot.plot(quick_deit_table(), "deit", inference_plot.published("deit")))
+    assert panels[POWER].get_yscale() == "log"
+    low, high = panels[POWER].get_ylim()
+    assert low < 3.4 and high > 163.0  # every point shows
+    assert panels[LATENCY].get_yscale() == "linear" and panels[LATENCY].get_ylim()[0] == 0
+    assert panels[ENERGY].get_yscale() == "linear"

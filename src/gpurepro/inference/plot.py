@@ -23,6 +23,7 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ..errors import GpureproError
 from ..plotting import failures, figure, finish, not_reported, nothing_ran, yerr
@@ -219,11 +220,19 @@ def _draw(
         )  # fmt: skip
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlim(-0.6, len(labels) - 0.4)
-    lows = pd.concat([rows["value"], rows["low"], marks["value"]]).dropna()
-    if len(lows) and lows.min() >= 0:
-        ax.set_ylim(bottom=0)
+    points = pd.concat([rows["value"], marks["value"]]).dropna()
+    if len(points) and points.min() > 0 and points.max() / points.min() >= LOG_SPAN:
+        # a CUDA graph's power beside eager batch 1's (about 40x on an H100): on a linear axis the eager
+        # points, whose order a claim reads, would lie flat at its foot
+        ax.set_yscale("log", nonpositive="clip")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1, 2, 5, 10, 20, ...: readable
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     else:
-        ax.axhline(0, color="grey", linewidth=0.6)
+        lows = pd.concat([points, rows["low"]]).dropna()
+        if len(lows) and lows.min() >= 0:
+            ax.set_ylim(bottom=0)
+        else:
+            ax.axhline(0, color="grey", linewidth=0.6)
     _clip_wide_bars(ax, rows, marks)
 
 
@@ -243,6 +252,7 @@ def _clip_wide_bars(ax: Axes, rows: pd.DataFrame, marks: pd.DataFrame) -> None:
 
 MARKERS = ("o", "s", "D", "^", "v")
 CLIP = 3.0  # an axis reaches this many times its highest point; a longer bar is cut there and labelled
+LOG_SPAN = 20.0  # a panel whose points span this many times or more is drawn on a log axis
 ONE_RUN = (
     "one run per point: no interval across runs; the power's bars are its 95% interval within the run "
     "(a bootstrap over the energy window's sub-windows; one process's median pace is its own), latency "
