@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +15,8 @@ import pytest
 from gpurepro import provenance
 from gpurepro.errors import ResultExistsError
 from gpurepro.results import ensure_absent, read_sidecar, sidecar_path, write_raw
+
+from .conftest import ROOT
 
 
 def test_write_raw_never_overwrites(tmp_path: Path) -> None:
@@ -53,6 +58,32 @@ def test_git_state_sees_commit_and_dirty_flag(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("2")
     assert provenance.git_state(tmp_path)["dirty"] is True
     assert provenance.git_state(tmp_path / "nope")["commit"] is None
+
+
+def test_a_source_archive_says_the_commit_it_was_made_from(tmp_path: Path) -> None:
+    """git archive writes the commit into src/gpurepro/source_commit.txt (.gitattributes export-subst),
+    as a forge's tarball does: unpacked outside any checkout, the provenance names that commit and says
+    that changes after unpacking are unknown; the project's own checkout keeps the placeholder."""
+    repo, unpacked = tmp_path / "repo", tmp_path / "unpacked"
+    (repo / provenance.ARCHIVE_COMMIT).parent.mkdir(parents=True)
+    for name in (".gitattributes", str(provenance.ARCHIVE_COMMIT)):
+        shutil.copy(ROOT / name, repo / name)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+        return done.stdout.decode()
+
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    head = git("rev-parse", "HEAD").strip()
+    unpacked.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "HEAD"], check=True, capture_output=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(unpacked, filter="data")
+    state = provenance.git_state(unpacked)
+    assert state["commit"] == head and state["dirty"] is None and "source archive" in state["note"]
+    assert (ROOT / provenance.ARCHIVE_COMMIT).read_text().strip() == "$Format:%H$"
 
 
 def test_begin_and_finish_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

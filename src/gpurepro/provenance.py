@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -50,8 +51,13 @@ def record_config(config: dict[str, Any], results: Path, digest: str | None = No
     return path
 
 
+# Written by git into a source archive (.gitattributes export-subst); a checkout keeps the placeholder.
+ARCHIVE_COMMIT = Path("src") / "gpurepro" / "source_commit.txt"
+
+
 def git_state(root: Path | None = None) -> dict[str, Any]:
-    """Commit and dirty flag of the checkout, or the reason they are unknown."""
+    """Commit and dirty flag of the checkout; outside one, the commit a source archive was made from
+    (whether its files changed since is unknown); else the reason they are unknown."""
     root = root or project_root()
 
     def git(*args: str) -> str:
@@ -62,7 +68,25 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
     try:
         return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     except (OSError, subprocess.SubprocessError) as err:
+        archived = _archived_commit(root)
+        if archived:
+            return {
+                "commit": archived,
+                "dirty": None,
+                "note": "not a git checkout: the commit its source archive was made from (git archive); "
+                "whether files changed after unpacking is unknown",
+            }
         return {"commit": None, "dirty": None, "note": f"not a git checkout or git missing ({err})"}
+
+
+def _archived_commit(root: Path) -> str | None:
+    """The commit git wrote into a source archive's ARCHIVE_COMMIT, or None (a checkout's placeholder,
+    no such file)."""
+    try:
+        text = (root / ARCHIVE_COMMIT).read_text().strip()
+    except OSError:
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{40}", text) else None
 
 
 def container_state() -> dict[str, Any]:

@@ -70,6 +70,8 @@ def _commit(git: dict[str, Any]) -> str | None:
     commit = git.get("commit")
     if not commit:
         return None
+    if git.get("dirty") is None:  # a source archive's commit: whether files changed since is unknown
+        return f"{commit[:12]} (from a source archive: changes after unpacking unknown)"
     return f"{commit[:12]} (dirty)" if git.get("dirty") else commit[:12]
 
 
