@@ -152,6 +152,28 @@ def test_the_processes_of_one_point_are_one_job_to_the_estimate(tmp_path: Path) 
     assert durations.earlier(job, new, settings) == pytest.approx(12)
 
 
+def test_a_first_fused_point_on_this_device_adds_its_triton_build_once(tmp_path: Path) -> None:
+    """A fresh machine's first fused HFTA process builds the Triton kernels (57-59 s against 24-28 s):
+    with no earlier fused point on this device the estimate adds the build to one fused job, not to every
+    process; an earlier run's fused point (its time already holds the build) adds none."""
+    settings = replace(_settings(), gpu=False)  # no cool-down to blend in
+    relative = "h100/benchmarks/hfta/resnet18/stock/hfta_fp16_b32_run{run}.tsv"
+    new = tmp_path / "results-run2"
+    jobs = [
+        PlannedJob("hfta_point", {"b": "32", "scheme": scheme, "step": "stock"}, resources={"gpu_0": 1},
+                   benchmark=str(new / relative.replace("hfta_fp16", f"{scheme}_fp16").format(run=run)))
+        for scheme in ("serial", "hfta") for run in (1, 2, 3)
+    ]  # fmt: skip
+    fresh = estimate.estimate(jobs, settings, new, cores=16, capacity={"gpu_0": 1})
+    models = sum(durations.modelled(job, settings) for job in jobs)  # one GPU: one after another
+    assert fresh.wall_s == pytest.approx(models + durations.HFTA_FIRST_BUILD_S)
+    assert durations.first_builds(jobs, [None] * 6) == [0, 0, 0, durations.HFTA_FIRST_BUILD_S, 0, 0]
+    _benchmark(tmp_path / "results" / relative.format(run=1), 25)
+    assert durations.first_builds(jobs, [None, None, None, 25.0, None, None]) == [0.0] * 6
+    warm = estimate.estimate(jobs, settings, new, cores=16, capacity={"gpu_0": 1})
+    assert warm.from_earlier == 3 and warm.wall_s < fresh.wall_s - durations.HFTA_FIRST_BUILD_S
+
+
 def test_a_quick_run_without_cool_downs_counts_none_from_an_earlier_runs_waits(tmp_path: Path) -> None:
     """An earlier run waited 41 s before an inference point; a quick run, which takes no cool-down there
     (config telemetry.quick.cooldown_studies), counts the point's time without it and no wait at all."""

@@ -19,7 +19,7 @@ import json
 import math
 import re
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,12 @@ HFTA_MODEL_SETUP_S, HFTA_GRAPH_CAPTURE_S = 0.5, 1.0
 HFTA_COMPILE_S = 30.0
 HFTA_PROCESSES_SETUP_S, HFTA_PROCESS_SETUP_S, MPS_DAEMON_S = 4.0, 0.2, 5.0
 HFTA_FUSED_SETUP_S, HFTA_FUSED_SETUP_PER_MODEL_S = 9.5, 0.34
+# The first fused HFTA process on a machine builds the Triton kernels its convolution forms are timed
+# with, which Triton caches for the processes after it: 57 and 59 s against 24-28 s for the next ones in
+# two fresh quick runs on H100s (docs/runtime.md). Where this device has no earlier fused point to go by,
+# the first fused job of the plan takes it on top of its model (a machine whose cache is warm gives it
+# back).
+HFTA_FIRST_BUILD_S = 33.0
 # ResNet-50 training images/s per GPU, warm-up and cuDNN's autotuning included (H100: 30 + 10 steps of
 # 256 images took 2.4 s in AMP, 18 s in TF32), and torchrun's start-up. No cool-down or idle baseline.
 TRAIN_RATE = {"fp16": 4_300.0, "bf16": 4_300.0, "tf32": 570.0, "fp32": 570.0}
@@ -251,6 +257,19 @@ MODELS: dict[str, Callable[[PlannedJob, RunSettings], float]] = {
     "train_ddp": train_ddp,
     "loader_bench": loader_bench,
 }
+
+
+def first_builds(jobs: Sequence[PlannedJob], earlier: Sequence[float | None]) -> list[float]:
+    """Seconds a job adds where nothing of its kind ran on this device before: the first fused HFTA job
+    builds its Triton kernels (HFTA_FIRST_BUILD_S), unless an earlier run of a fused point is there to
+    go by (its time holds that build already, or the cache made it unneeded)."""
+    fused = [
+        i for i, job in enumerate(jobs) if job.rule == "hfta_point" and job.wildcards.get("scheme") == "hfta"
+    ]
+    added = [0.0] * len(jobs)
+    if fused and all(earlier[i] is None for i in fused):
+        added[fused[0]] = HFTA_FIRST_BUILD_S
+    return added
 
 
 def modelled(job: PlannedJob, settings: RunSettings) -> float:

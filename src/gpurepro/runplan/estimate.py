@@ -32,8 +32,9 @@ def estimate(
     cores: int,
     capacity: Mapping[str, int],
 ) -> Estimate:
-    modelled = [durations.modelled(job, settings) for job in jobs]
     earlier = [durations.earlier(job, results_dir, settings) for job in jobs]
+    builds = durations.first_builds(jobs, earlier)
+    modelled = [durations.modelled(job, settings) + b for job, b in zip(jobs, builds, strict=True)]
     seconds = [m if e is None else e for m, e in zip(modelled, earlier, strict=True)]
     studies: dict[str, tuple[int, float]] = {}
     for job, s in zip(jobs, seconds, strict=True):
