@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from gpurepro.harness import run_energy_window
 from gpurepro.telemetry import (
     COOLDOWN_MARGIN_C,
     SAMPLE_COLUMNS,
@@ -123,6 +124,57 @@ def test_energy_windows_from_rapl_and_unavailable(tmp_path: Path) -> None:
     window = none.end_window("n")["cpu"]
     assert window.method == "unavailable" and math.isnan(window.energy_j)
     assert "RAPL" in window.note
+
+
+class _SteppedCounter:
+    """A source whose energy counter, like NVML's, holds its value between updates every `period_s`: a
+    device drawing `watts` throughout."""
+
+    kind = "nvml"
+    slow_energy_read = False
+
+    def __init__(self, watts: float = 125.0, period_s: float = 0.1) -> None:
+        self.watts, self.period_s = watts, period_s
+
+    def devices(self) -> list[str]:
+        return ["0"]
+
+    def energy_j(self) -> dict[str, float]:
+        updates = math.floor(time.time() / self.period_s)
+        return {"0": updates * self.period_s * self.watts}
+
+
+def test_an_energy_window_opens_and_closes_at_updates_of_the_counter() -> None:
+    """A window read at the instants it opens and closes counts a whole update more or less than its
+    wall time holds (+-20% over 0.5 s here; +3.3% over 3 s gave inference processes on H100s 4-5 W
+    too much): each edge waits for the counter to change, so power comes out as drawn, whatever the
+    window's overrun."""
+    meter = EnergyMeter(_SteppedCounter(watts=125.0), min_window_s=0.4)  # type: ignore[arg-type]
+    for overrun in (0.0, 0.013, 0.037, 0.061, 0.089):
+        meter.begin_window("w")
+        time.sleep(0.45 + overrun)
+        window = meter.end_window("w")["0"]
+        assert window.avg_power_w == pytest.approx(125.0, rel=0.01), overrun
+        assert window.duration_s >= 0.45 + overrun
+        assert window.duration_s / 0.1 == pytest.approx(round(window.duration_s / 0.1), abs=0.05)
+
+
+def test_the_energy_window_keeps_the_device_at_work_until_the_counter_closes_it() -> None:
+    """Past its seconds the operations go on until the counter's next update, and are counted."""
+    meter = EnergyMeter(_SteppedCounter(watts=300.0), min_window_s=0.5)  # type: ignore[arg-type]
+    for seconds in (0.004, 0.011, 0.023):  # operations of several lengths: closes at several phases
+        ran: list[float] = []
+
+        def operation(seconds: float = seconds, ran: list[float] = ran) -> None:
+            time.sleep(seconds)
+            ran.append(time.time())
+
+        windows, operations = run_energy_window(meter, operation, lambda: None, min_seconds=0.5)
+        window = windows["0"]
+        assert operations == len(ran) and ran[-1] >= window.end_unix_s - seconds
+        # the close is taken halfway between the two reads around the update: within an operation
+        assert window.avg_power_w == pytest.approx(300.0, abs=300.0 * seconds / 0.5), seconds
+        assert window.duration_s >= 0.5
 
 
 def test_idle_baseline_uses_the_energy_counter(tmp_path: Path) -> None:

@@ -173,18 +173,26 @@ class Measurement:
 def run_energy_window(
     meter: EnergyMeter, operation: Callable[[], None], synchronize: Callable[[], None], min_seconds: float
 ) -> tuple[dict[str, EnergyWindow], int]:
-    """Run `operation` back to back for at least min_seconds inside one energy window."""
+    """Run `operation` back to back for at least min_seconds inside one energy window, which opens and
+    closes at updates of the energy counter (telemetry/energy.py): past min_seconds the operations go on
+    until the counter next changes, so the device is at its work up to the window's close."""
     synchronize()
     meter.begin_window("energy")
     operations = 0
-    deadline = time.perf_counter() + min_seconds
-    while time.perf_counter() < deadline:
+
+    def one() -> None:
+        nonlocal operations
         operation()
         operations += 1
         if operations % 8 == 0:
             synchronize()  # keep the host from queueing far ahead of the device past the deadline
+
+    deadline = time.perf_counter() + min_seconds
+    while time.perf_counter() < deadline:
+        one()
+    closed = meter.at_update(between=one)
     synchronize()
-    return meter.end_window("energy"), operations
+    return meter.end_window("energy", closed), operations
 
 
 def _span_s(reps: pd.DataFrame) -> float:
@@ -235,7 +243,7 @@ def _rest(
     with phases.phase(name):
         synchronize()
         meter.begin_window(name)
-        time.sleep(seconds)
+        time.sleep(seconds)  # the close waits for the counter's next update: the window is this or longer
         return meter.end_window(name)
 
 
