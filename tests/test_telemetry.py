@@ -133,15 +133,19 @@ class _SteppedCounter:
     kind = "nvml"
     slow_energy_read = False
 
-    def __init__(self, watts: float = 125.0, period_s: float = 0.1) -> None:
-        self.watts, self.period_s = watts, period_s
+    def __init__(
+        self, watts: float = 125.0, period_s: float = 0.1, phases: tuple[float, ...] = (0.0,)
+    ) -> None:
+        self.watts, self.period_s, self.phases = watts, period_s, phases  # one device per phase
 
     def devices(self) -> list[str]:
-        return ["0"]
+        return [str(i) for i in range(len(self.phases))]
 
     def energy_j(self) -> dict[str, float]:
-        updates = math.floor(time.time() / self.period_s)
-        return {"0": updates * self.period_s * self.watts}
+        return {
+            str(i): math.floor((time.time() + phase) / self.period_s) * self.period_s * self.watts
+            for i, phase in enumerate(self.phases)
+        }
 
 
 def test_an_energy_window_opens_and_closes_at_updates_of_the_counter() -> None:
@@ -157,6 +161,18 @@ def test_an_energy_window_opens_and_closes_at_updates_of_the_counter() -> None:
         assert window.avg_power_w == pytest.approx(125.0, rel=0.01), overrun
         assert window.duration_s >= 0.45 + overrun
         assert window.duration_s / 0.1 == pytest.approx(round(window.duration_s / 0.1), abs=0.05)
+
+
+def test_each_device_s_window_is_aligned_to_its_own_counter() -> None:
+    """Two GPUs' counters update on their own, out of phase: each window takes its own device's updates."""
+    meter = EnergyMeter(_SteppedCounter(watts=70.0, phases=(0.0, 0.043)), min_window_s=0.4)  # type: ignore[arg-type]
+    meter.begin_window("idle")
+    time.sleep(0.47)
+    windows = meter.end_window("idle")
+    assert set(windows) == {"0", "1"}
+    for window in windows.values():
+        assert window.avg_power_w == pytest.approx(70.0, rel=0.01)
+    assert abs(windows["0"].start_unix_s - windows["1"].start_unix_s) > 0.02  # their own instants
 
 
 def test_the_energy_window_keeps_the_device_at_work_until_the_counter_closes_it() -> None:

@@ -57,11 +57,14 @@ class EnergyWindow:
 # The longest an edge waits for the counter to change: a few of its updates. A counter that does not
 # change in that time (one that stalls, a RAPL file nothing writes) gives the edge at the wait's end.
 UPDATE_WAIT_S = 0.3
+# Each device's (instant, joules) at an update of its counter (their counters update on their own), or
+# None where the source has no counter.
+Edges = dict[str, tuple[float, float]] | None
 
 
 class EnergyMeter:
-    """Named energy windows over every device of a source, each edge at an update of the counter (of the
-    source's first device, where it has several: theirs update on their own)."""
+    """Named energy windows over every device of a source, each edge at an update of that device's
+    counter."""
 
     def __init__(self, source: TelemetrySource, min_window_s: float = 3.0) -> None:
         self.source = source
@@ -74,49 +77,50 @@ class EnergyMeter:
             return "unavailable"
         return "nvml_energy_counter" if self.source.kind == "nvml" else "rapl"
 
-    def at_update(self, between: Callable[[], object] | None = None) -> tuple[float, dict[str, float] | None]:
-        """(instant, counter) at the counter's next change. The counter is read again and again, with
-        `between` (one operation, to keep a device at its work) before each read; the change fell
-        between the read before it and the read that saw it, so its instant is taken halfway. The
-        reading as it stands where there is no counter or it does not change within UPDATE_WAIT_S."""
+    def at_update(self, between: Callable[[], object] | None = None) -> Edges:
+        """Each device's (instant, joules) at its counter's next change: the counters are read again and
+        again, with `between` (one operation, to keep a device at its work) before each read; a change
+        fell between the read before it and the read that saw it, so its instant is taken halfway. A
+        device whose counter does not change within UPDATE_WAIT_S gets the reading as it then stands;
+        None where there is no counter."""
         first = self.source.energy_j()
         if first is None:
-            return time.time(), None
-        device = next(iter(first))
+            return None
+        edges: dict[str, tuple[float, float]] = {}
         deadline = time.perf_counter() + UPDATE_WAIT_S
-        read_at = time.time()
-        while time.perf_counter() < deadline:
+        read_at, reading = time.time(), first
+        while len(edges) < len(first) and time.perf_counter() < deadline:
             if between is not None:
                 between()
-            previous, reading = read_at, self.source.energy_j()
+            previous, reading = read_at, self.source.energy_j() or reading
             read_at = time.time()
-            if reading is not None and reading[device] != first[device]:
-                return (previous + read_at) / 2, reading
-        return time.time(), self.source.energy_j()
+            for device, joules in reading.items():
+                if device not in edges and joules != first[device]:
+                    edges[device] = ((previous + read_at) / 2, joules)
+        return {device: edges.get(device, (read_at, reading[device])) for device in first}
 
     def begin_window(self, name: str) -> None:
         if name in self._open:
             raise ValueError(f"energy window '{name}' is already open")
-        self._open[name] = self.at_update()
+        self._open[name] = (time.time(), self.at_update())
 
-    def end_window(
-        self, name: str, closed: tuple[float, dict[str, float] | None] | None = None
-    ) -> dict[str, EnergyWindow]:
-        """The window's energy per device, up to the counter's next update (or up to `closed`, an
-        update a caller waited for while keeping its device at work: at_update)."""
-        start, before = self._open.pop(name)
-        end, after = closed if closed is not None else self.at_update()
+    def end_window(self, name: str, closed: Edges = None) -> dict[str, EnergyWindow]:
+        """The window's energy per device, up to its counter's next update (or up to `closed`: the
+        updates a caller waited for while keeping its device at work, at_update)."""
+        opened_at, opened = self._open.pop(name)
+        closed = closed if closed is not None else self.at_update()
         windows = {}
         for device in self.source.devices():
-            if before is None or after is None:
-                energy, method = math.nan, "unavailable"
+            if opened is None or closed is None:
+                start, end, energy, method = opened_at, time.time(), math.nan, "unavailable"
                 note = (
                     "no energy counter on this device (NVML energy needs Volta or newer; "
                     "CPU energy needs readable RAPL counters)"
                 )
                 reliable = False
             else:
-                energy, method = after[device] - before[device], self.method
+                (start, before), (end, after) = opened[device], closed[device]
+                energy, method = after - before, self.method
                 reliable = end - start >= self.min_window_s
                 note = (
                     ""
