@@ -168,6 +168,9 @@ def test_a_first_fused_point_on_this_device_adds_its_triton_build_once(tmp_path:
     models = sum(durations.modelled(job, settings) for job in jobs)  # one GPU: one after another
     assert fresh.wall_s == pytest.approx(models + durations.HFTA_FIRST_BUILD_S)
     assert durations.first_builds(jobs, [None] * 6) == [0, 0, 0, durations.HFTA_FIRST_BUILD_S, 0, 0]
+    # a process more, where a claim stays inconclusive, builds nothing: its worst case leaves the build out
+    extra = estimate.ExtraProcesses(("hfta",), extra=1, rounds=3).worst_case(fresh)
+    assert extra == (1, pytest.approx(models / 6))
     _benchmark(tmp_path / "results" / relative.format(run=1), 25)
     assert durations.first_builds(jobs, [None, None, None, 25.0, None, None]) == [0.0] * 6
     warm = estimate.estimate(jobs, settings, new, cores=16, capacity={"gpu_0": 1})

@@ -95,6 +95,10 @@ HFTA_MODEL_SETUP_S, HFTA_GRAPH_CAPTURE_S = 0.5, 1.0
 HFTA_COMPILE_S = 30.0
 HFTA_PROCESSES_SETUP_S, HFTA_PROCESS_SETUP_S, MPS_DAEMON_S = 4.0, 0.2, 5.0
 HFTA_FUSED_SETUP_S, HFTA_FUSED_SETUP_PER_MODEL_S = 9.5, 0.34
+# A window read from the energy counter opens and closes at the counter's updates (telemetry/energy.py),
+# every 100 ms on an H100: half an update's wait at each edge on average, and the window itself as long
+# as the updates it spans (3.09-3.11 s for 3 s in a quick run's DeiT points).
+COUNTER_EDGES_S = 0.15
 # The first fused HFTA process on a machine builds the Triton kernels its convolution forms are timed
 # with, which Triton caches for the processes after it: 57 and 59 s against 24-28 s for the next ones in
 # two fresh quick runs on H100s (docs/runtime.md). Where this device has no earlier fused point to go by,
@@ -176,9 +180,11 @@ def _rest(settings: RunSettings, rule: str, cooldown: float) -> float:
     return max(settling, cooldown) + (0.0 if tail else idle)
 
 
-def _measuring(settings: RunSettings, body_s: float, rule: str) -> float:
-    """A GPU point: start-up, cool-down and idle baseline around its own work."""
-    return settings.start_s + _rest(settings, rule, settings.cooldown_s(rule)) + body_s
+def _measuring(settings: RunSettings, body_s: float, rule: str, counter_windows: int = 1) -> float:
+    """A GPU point: start-up, cool-down and idle baseline around its own work, and the wait of each of
+    its `counter_windows` windows read from the energy counter for the counter's updates at its edges."""
+    edges = COUNTER_EDGES_S * counter_windows
+    return settings.start_s + _rest(settings, rule, settings.cooldown_s(rule)) + body_s + edges
 
 
 def _gemm(settings: RunSettings, n: int, reps: int, warmup: int, rule: str) -> float:
@@ -210,7 +216,7 @@ def inference_point(job: PlannedJob, settings: RunSettings) -> float:
     prepare = INFERENCE_PREPARE_S + (COMPILE_S if job.wildcards.get("mode") == "compile" else 0.0)
     timed = AUTORANGE_OVERRUN * run["min_run_time_s"]
     body = prepare + settings.telemetry("active_idle_seconds") + timed + run["energy_window_s"]
-    return _measuring(settings, body, job.rule)
+    return _measuring(settings, body, job.rule, counter_windows=3)  # idle, active idle, energy
 
 
 def hfta_point(job: PlannedJob, settings: RunSettings) -> float:

@@ -4,7 +4,7 @@ time, how much of it each study's measurements take, and what it rests on."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import durations, schedule
@@ -23,6 +23,9 @@ class Estimate:
     # the cool-down waits expected before the planned GPU points, in all (durations.expected_cooldown;
     # part of wall_s where the points run one after another on one GPU)
     cooldown_s: float = 0.0
+    # study -> seconds of its jobs that a first run on this device adds once (durations.first_builds):
+    # part of its measurements, never of a process more
+    first_builds: Mapping[str, float] = field(default_factory=dict)
 
 
 def estimate(
@@ -37,11 +40,14 @@ def estimate(
     modelled = [durations.modelled(job, settings) + b for job, b in zip(jobs, builds, strict=True)]
     seconds = [m if e is None else e for m, e in zip(modelled, earlier, strict=True)]
     studies: dict[str, tuple[int, float]] = {}
-    for job, s in zip(jobs, seconds, strict=True):
+    first_builds: dict[str, float] = {}
+    for job, s, b in zip(jobs, seconds, builds, strict=True):
         study = durations.STUDIES.get(job.rule)
         if study is not None:
             count, total = studies.get(study, (0, 0.0))
             studies[study] = (count + 1, total + s)
+            if b:
+                first_builds[study] = first_builds.get(study, 0.0) + b
     return Estimate(
         jobs=len(jobs),
         wall_s=schedule.simulate(jobs, seconds, cores, capacity).wall_s,
@@ -49,6 +55,7 @@ def estimate(
         from_earlier=sum(e is not None for e in earlier),
         studies=dict(sorted(studies.items(), key=lambda item: -item[1][1])),
         cooldown_s=sum(durations.expected_cooldown(job, results_dir, settings) for job in jobs),
+        first_builds=first_builds,
     )
 
 
@@ -63,7 +70,8 @@ class ExtraProcesses:
     rounds: int
 
     def worst_case(self, found: Estimate) -> tuple[int, float]:
-        """Processes and seconds at most: each family's cap times its study's mean measuring job."""
+        """Processes and seconds at most: each family's cap times its study's mean measuring job (what a
+        first run adds once, such as the fused array's Triton build, left out)."""
         if self.extra is None or not self.rounds:
             return 0, 0.0
         count, seconds = 0, 0.0
@@ -71,7 +79,7 @@ class ExtraProcesses:
             jobs, total = found.studies.get(study, (0, 0.0))
             if jobs:
                 count += self.extra
-                seconds += self.extra * total / jobs
+                seconds += self.extra * (total - found.first_builds.get(study, 0.0)) / jobs
         return count, seconds
 
 
