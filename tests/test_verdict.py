@@ -162,7 +162,7 @@ def sgemm_table(rows: list[tuple[str, int, str, float]], gpu: str = H200) -> pd.
 
 
 def reference_table(gpu: str, **rates: float) -> pd.DataFrame:
-    units = {"fp32_gemm": "TFLOP/s", "power_limit": "W"}
+    units = {"fp32_gemm": "TFLOP/s", "fp16_gemm": "TFLOP/s", "memory_bandwidth": "GB/s", "power_limit": "W"}
     return pd.DataFrame(
         [
             {"gpu_name": gpu, "metric": name, "statistic": "median", "value": value, "unit": units[name]}

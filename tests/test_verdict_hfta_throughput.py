@@ -16,7 +16,7 @@ from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import EXACT, NOT_MEASURED, OUTSIDE, SCALED, WITHIN
 
 from .conftest import ROOT
-from .test_verdict import H100, H200, SCHEMA
+from .test_verdict import H100, H200, SCHEMA, reference_table
 
 HARDWARE = load_hardware(ROOT / "config" / "hardware")
 CHECK = next(
@@ -55,16 +55,21 @@ def test_on_an_h100_the_fused_arrays_own_rate_is_read_exactly() -> None:
     assert regressed.result == OUTSIDE
 
 
-def test_on_another_gpu_it_is_scaled_datasheet_against_datasheet() -> None:
-    """No H100 FP16 GEMM or bandwidth is measured (config/hardware), so an H200 takes the datasheets:
-    sqrt(989.5/989.5 x 4800/3350), +-18% (10% and the scaling's 15% in quadrature)."""
-    factor = math.sqrt(4800 / 3350)
-    (h200,) = evaluate([CHECK], _processes(H200, 148_000.0), HARDWARE)
+def test_on_another_gpu_it_is_scaled_measured_against_measured() -> None:
+    """The H100's FP16 GEMM and bandwidth are measured (config/hardware/h100-sxm.yaml), so an H200 run's
+    own reference rates scale it: sqrt(fp16 here / 737.3 x bandwidth here / 2952), +-18% (10% and the
+    scaling's 15% in quadrature); without them the check is not measured, never scaled by a datasheet."""
+    factor = math.sqrt(761.7 / 737.3 * 4178 / 2952)
+    rates = reference_table(H200, fp16_gemm=761.7, memory_bandwidth=4178.0)
+    (h200,) = evaluate([CHECK], {**_processes(H200, 148_000.0), "reference": rates}, HARDWARE)
     assert h200.judged == SCALED and h200.factor == pytest.approx(factor)
     assert h200.result == WITHIN and h200.status == f"scaled from H100 SXM: {WITHIN}"
     assert h200.accepted[0] == pytest.approx(131_900 * factor / (1 + math.hypot(0.10, 0.15)))
-    (h100_rate,) = evaluate([CHECK], _processes(H200, 131_000.0), HARDWARE)  # an H100's rate on an H200
-    assert h100_rate.result == OUTSIDE
-    # a GPU with no hardware entry has no datasheet to scale by: not measured, saying why
+    assert "measured against measured" in h200.detail
+    (h100_rate,) = evaluate([CHECK], {**_processes(H200, 131_000.0), "reference": rates}, HARDWARE)
+    assert h100_rate.result == OUTSIDE  # an H100's rate on an H200
+    (no_rates,) = evaluate([CHECK], _processes(H200, 148_000.0), HARDWARE)
+    assert no_rates.result == NOT_MEASURED and "measured no fp16_gemm reference rate" in no_rates.detail
+    # a GPU with no hardware entry has no rate to scale by: not measured, saying why
     (unknown,) = evaluate([CHECK], _processes("NVIDIA L4", 60_000.0), HARDWARE)
-    assert unknown.result == NOT_MEASURED and "no datasheet fp16_gemm" in unknown.detail
+    assert unknown.result == NOT_MEASURED
