@@ -69,7 +69,7 @@ class EnergyMeter:
     def __init__(self, source: TelemetrySource, min_window_s: float = 3.0) -> None:
         self.source = source
         self.min_window_s = min_window_s
-        self._open: dict[str, tuple[float, dict[str, float] | None]] = {}
+        self._open: dict[str, tuple[float, Edges]] = {}  # name -> when it was asked for, its opening
 
     @property
     def method(self) -> str:
