@@ -103,6 +103,25 @@ def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, 
     assert second["inconclusive"] == [] and second["points"] == []
 
 
+def _inference_round(folder: Path, family: str, rows: list[dict]) -> dict:
+    """A quick run's first round of `gpurepro more-processes` for one inference family (deit, bert), on a
+    made study table of its processes (`rows`) and the across-process table made from it, with the
+    project's own claims: 6 processes a point, 1 extra in all."""
+    study = pd.DataFrame(rows)
+    keys = ["gpu_name", "family", "model", "seq_len", "batch_size", "precision", "mode"]
+    tables = [folder / f"inference_{family}.csv", folder / f"inference_{family}_processes.csv"]
+    study.to_csv(tables[0], index=False)
+    process_table.summarise(study, keys).to_csv(tables[1], index=False)
+    out = folder / "round1.json"
+    root = Path(__file__).resolve().parents[1]
+    main([
+        "more-processes", "--study", "inference", "--tables", *map(str, tables),
+        "--claims", str(root / "config" / "expected"), "--hardware", str(root / "config" / "hardware"),
+        "--gpus", "1", "--per-point", "6", "--extra", "1", "--out", str(out),
+    ])  # fmt: skip
+    return json.loads(out.read_text())
+
+
 def test_the_noisier_side_is_told_by_the_figure_the_claim_reads(tmp_path: Path) -> None:
     """DeiT's power order, as a second quick run on one H100 measured it: each process's power at its own
     pace spreads most for DeiT-B (the host ran one of its processes 1.7x faster), but the claim reads power
@@ -120,19 +139,7 @@ def test_the_noisier_side_is_told_by_the_figure_the_claim_reads(tmp_path: Path) 
         for model, values in figures.items()
         for run, value in enumerate(values, start=1)
     ]  # fmt: skip
-    study = pd.DataFrame(rows)
-    keys = ["gpu_name", "family", "model", "seq_len", "batch_size", "precision", "mode"]
-    study.to_csv(tmp_path / "inference_deit.csv", index=False)
-    process_table.summarise(study, keys).to_csv(tmp_path / "inference_deit_processes.csv", index=False)
-    out = tmp_path / "round1.json"
-    root = Path(__file__).resolve().parents[1]
-    main([
-        "more-processes", "--study", "inference", "--tables", str(tmp_path / "inference_deit.csv"),
-        str(tmp_path / "inference_deit_processes.csv"), "--claims", str(root / "config" / "expected"),
-        "--hardware", str(root / "config" / "hardware"), "--gpus", "1", "--per-point", "6", "--extra", "1",
-        "--out", str(out),
-    ])  # fmt: skip
-    plan = json.loads(out.read_text())
+    plan = _inference_round(tmp_path, "deit", rows)
     assert "deit-power-order" in plan["inconclusive"]
     assert [p["wildcards"]["vit_model"] for p in plan["points"]] == ["deit-s"]
 
@@ -153,19 +160,7 @@ def test_an_orderings_extra_process_goes_to_the_step_it_could_not_resolve(tmp_pa
         for (model, seq), values in median_pace.items()
         for run, value in enumerate(values, start=1)
     ]  # fmt: skip
-    study = pd.DataFrame(rows)
-    keys = ["gpu_name", "family", "model", "seq_len", "batch_size", "precision", "mode"]
-    study.to_csv(tmp_path / "inference_bert.csv", index=False)
-    process_table.summarise(study, keys).to_csv(tmp_path / "inference_bert_processes.csv", index=False)
-    out = tmp_path / "round1.json"
-    root = Path(__file__).resolve().parents[1]
-    main([
-        "more-processes", "--study", "inference", "--tables", str(tmp_path / "inference_bert.csv"),
-        str(tmp_path / "inference_bert_processes.csv"), "--claims", str(root / "config" / "expected"),
-        "--hardware", str(root / "config" / "hardware"), "--gpus", "1", "--per-point", "6", "--extra", "1",
-        "--out", str(out),
-    ])  # fmt: skip
-    plan = json.loads(out.read_text())
+    plan = _inference_round(tmp_path, "bert", rows)
     assert plan["inconclusive"] == ["bert-power-order"]
     assert [(p["wildcards"]["bert_model"], p["wildcards"]["seq"]) for p in plan["points"]] == [
         ("bert-b", "384")

@@ -21,11 +21,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ..tables import pick
+
 STATISTIC = "at_median_pace"
 
 
 def _value(rows: pd.DataFrame, metric: str, statistic: str) -> float:
-    picked = rows.loc[(rows["metric"] == metric) & (rows["statistic"] == statistic), "value"]
+    picked = pick(rows, metric, statistic)["value"]
     return float(picked.iloc[0]) if len(picked) else math.nan
 
 

@@ -42,8 +42,8 @@ from .claims import INFORMATIONAL, RELATIVE, Claim, Selection
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
 from .here import Here
 from .judging import combined_interval, judge_values, order_step
-from .outcome import Outcome, bound
-from .ranges import accepted_range
+from .outcome import Outcome
+from .ranges import accepted_range, number
 from .reading import NotMeasured, Values, read, swept
 from .scaling import NoReference, scale_factor
 from .statuses import (
@@ -135,7 +135,7 @@ class _Judge:
             how = f"{how}; {one_process}"
         accepted = accepted_range(claim.expected, claim.tolerance, factor, uncertainty)
         verdict, how = judge_values(claim, values, accepted, factor, how, p_value)
-        detail = f"accepted {bound(accepted[0])} to {bound(accepted[1])}{claim.shown_unit}; {how}"
+        detail = f"accepted {number(accepted[0])} to {number(accepted[1])}{claim.shown_unit}; {how}"
         return result(
             verdict,
             detail,

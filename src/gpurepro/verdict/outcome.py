@@ -76,7 +76,7 @@ class Outcome:
         text = self.claim.describe_expected(self.factor)
         if self.judged and not self.claim.order and self.result not in (SHOWN, NOT_COMPARABLE):
             low, high = self.accepted
-            text += f"; accepted {bound(low)} to {bound(high)}{self.claim.shown_unit}"
+            text += f"; accepted {number(low)} to {number(high)}{self.claim.shown_unit}"
         return text
 
     @property
@@ -99,8 +99,3 @@ class Outcome:
             return " < ".join(number(v) for v in self.values) + self.claim.shown_unit
         spread = f"{number(min(self.values))}–{number(max(self.values))}{self.claim.shown_unit}"
         return f"{spread} ({len(self.values)} values)"
-
-
-def bound(value: float) -> str:
-    """One end of an accepted range in words: "any" where it is open."""
-    return number(value)
