@@ -5,17 +5,24 @@ one run per GPU count, each in its own processes. Prints a table next to NVIDIA'
 
     python benchmarks/resnet50_train.py                       # GPU 0, the profile's batch and AMP
     python benchmarks/resnet50_train.py --gpus 2              # 1 GPU, then GPUs 0,1 with DDP over NCCL
+    python benchmarks/resnet50_train.py --processes 8 --iterations 30 --warmup 10   # the quick 1-GPU point
+                                                              # in 8 fresh processes: their spread
     python benchmarks/resnet50_train.py --device cpu --gpus 2 --batch-size 4 --image-size 32 \\
         --iterations 3 --warmup 1                             # a smoke run: 1 and 2 gloo processes
 
 Settings left out come from the device profile's `train` section (device=auto: the GPU's own profile).
 NVIDIA DeepLearningExamples (NGC pytorch-21.03, real ImageNet through DALI): 2,470 images/s with AMP on
 one A100 80GB, 16,621 on eight (6.72x); 1,200 on one V100 16GB.
+
+With --processes N the 1-GPU point runs in N fresh processes one after another, as N runs of the ddp
+study would: each process's images/s, and the geometric SD over them, the between-process spread that
+config/between_process.yaml keeps for the ddp study (a figure from one process reads within it).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gpurepro.process_stats import geometric_sd
 from gpurepro.results import read_sidecar
 from gpurepro.training.summary import summarise
 
@@ -33,9 +41,9 @@ PUBLISHED = [
 ]
 
 
-def run_point(args: argparse.Namespace, count: int, out_dir: Path) -> Path:
+def run_point(args: argparse.Namespace, count: int, out_dir: Path, process: int = 1) -> Path:
     """`gpurepro train resnet50` on `count` GPUs (or CPU processes); the raw table it wrote."""
-    out = out_dir / f"resnet50_{count}gpu.csv"
+    out = out_dir / f"resnet50_{count}gpu_process{process}.csv"
     devices = ["--gpus", "cpu", "--nproc", str(count)] if args.device == "cpu" else [
         "--gpus", ",".join(map(str, range(count)))
     ]  # fmt: skip
@@ -54,7 +62,7 @@ def run_point(args: argparse.Namespace, count: int, out_dir: Path) -> Path:
             command += [f"--{option.replace('_', '-')}", str(value)]
     if args.device == "cpu" and args.profile is None:
         command += ["--profile", "cpu"]
-    print(f"running {count}: {' '.join(command[2:])}", file=sys.stderr, flush=True)
+    print(f"running {count} (process {process}): {' '.join(command[2:])}", file=sys.stderr, flush=True)
     result = subprocess.run([*command, "--out", str(out)], text=True, stderr=subprocess.PIPE)
     if result.returncode != 0:
         sys.exit(f"{count} GPU(s) failed:\n{result.stderr[-3000:]}")
@@ -80,6 +88,21 @@ def table(paths: list[Path]) -> pd.DataFrame:
     return wide[[c for c in wanted.values() if c in wide.columns]]
 
 
+def process_spread(paths: list[Path]) -> None:
+    """Each process's images/s on one GPU, then their median, range and geometric SD."""
+    rates = []
+    for number, path in enumerate(paths, start=1):
+        tidy = summarise([str(path)])
+        total = tidy[(tidy["metric"] == "throughput") & (tidy["statistic"] == "total")]["value"]
+        rates.append(float(total.iloc[0]))
+        print(f"  process {number}: {rates[-1]:,.1f} images/s")
+    print(
+        f"  {len(rates)} processes: median {statistics.median(rates):,.1f}, {min(rates):,.1f} to "
+        f"{max(rates):,.1f} images/s, "
+        f"geometric SD {geometric_sd(rates):.4f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
@@ -94,12 +117,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, help="untimed iterations first (default: the profile's)")
     parser.add_argument("--log-interval", type=int, help="iterations per timed row (default 10)")
     parser.add_argument("--out-dir", type=Path, help="keep the raw tables here (default: a temporary folder)")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="fresh processes for the 1-GPU point (default 1)"
+    )
     args = parser.parse_args()
+    if args.processes < 1:
+        parser.error(f"--processes must be at least 1, not {args.processes}")
     counts = [1] if args.gpus <= 1 else [1, args.gpus]
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = args.out_dir or Path(tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths = [run_point(args, count, out_dir) for count in counts]
+        singles = [run_point(args, 1, out_dir, process) for process in range(1, args.processes + 1)]
+        paths = [singles[0], *(run_point(args, count, out_dir) for count in counts[1:])]
         first = pd.read_csv(paths[0]).iloc[0]
         per = "process" if args.device == "cpu" else "GPU"
         print(
@@ -108,6 +137,9 @@ def main() -> None:
             f"profile {first['profile']}, warm-up excluded:"
         )
         print(table(paths).to_string(float_format=lambda v: f"{v:,.2f}"))
+        if len(singles) > 1:
+            print(f"\nThe 1-GPU point in {len(singles)} fresh processes, one after another:")
+            process_spread(singles)
     print("\nFor context:")
     for label, value in PUBLISHED:
         print(f"  {label}: {value:,.0f} images/s")

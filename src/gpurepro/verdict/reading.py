@@ -16,6 +16,11 @@ import pandas as pd
 
 from .claims import Selection
 
+# A ddp row at k > 1 GPUs that divides the k-GPU process's images/s by the 1-GPU process's
+# (training/summary.py): two processes stand behind it, one a side, so a one-process reading of it
+# widens by both sides' between-process spread.
+OVER_ONE_GPU = frozenset({"speedup_vs_1_gpu", "scaling_efficiency"})
+
 
 class NotMeasured(Exception):
     """Why a claim's value could not be read from the tables."""
@@ -100,7 +105,8 @@ def _counts(row: pd.Series, processes: dict[int, float] | None) -> tuple[int | N
             sides.append(count("baseline_processes"))
         return tuple(sides)
     if "source_file" in row.index and not pd.isna(row["source_file"]):
-        return (1,)
+        gpus = pd.to_numeric(pd.Series([row.get("gpus")]), errors="coerce").iloc[0]
+        return (1, 1) if row.get("metric") in OVER_ONE_GPU and gpus > 1 else (1,)
     return (None,)
 
 
