@@ -32,6 +32,7 @@ import pandas as pd
 
 from gpurepro.process_stats import geometric_sd
 from gpurepro.results import read_sidecar
+from gpurepro.tables import pick
 from gpurepro.training.summary import summarise
 
 PUBLISHED = [
@@ -90,16 +91,12 @@ def table(paths: list[Path]) -> pd.DataFrame:
 
 def process_spread(paths: list[Path]) -> None:
     """Each process's images/s on one GPU, then their median, range and geometric SD."""
-    rates = []
-    for number, path in enumerate(paths, start=1):
-        tidy = summarise([str(path)])
-        total = tidy[(tidy["metric"] == "throughput") & (tidy["statistic"] == "total")]["value"]
-        rates.append(float(total.iloc[0]))
-        print(f"  process {number}: {rates[-1]:,.1f} images/s")
+    rates = [float(pick(summarise([str(path)]), "throughput", "total")["value"].iloc[0]) for path in paths]
+    for number, rate in enumerate(rates, start=1):
+        print(f"  process {number}: {rate:,.1f} images/s")
     print(
         f"  {len(rates)} processes: median {statistics.median(rates):,.1f}, {min(rates):,.1f} to "
-        f"{max(rates):,.1f} images/s, "
-        f"geometric SD {geometric_sd(rates):.4f}"
+        f"{max(rates):,.1f} images/s, geometric SD {geometric_sd(rates):.4f}"
     )
 
 

@@ -91,7 +91,8 @@ def _fewest(per_row: list[tuple[int | None, ...]]) -> tuple[int | None, ...]:
 def _counts(row: pd.Series, processes: dict[int, float] | None) -> tuple[int | None, ...]:
     """The processes behind a row: those an across-process table names (`runs`); else a speedup
     table's `processes` and `baseline_processes` (the two points it divides); else one, for a row read
-    from one raw file (`source_file`: one process's measurement); else unknown."""
+    from one raw file (`source_file`: one process's measurement), one a side where it divides two
+    (OVER_ONE_GPU); else unknown."""
     if processes is not None:
         return (len(processes),)
 
@@ -105,8 +106,7 @@ def _counts(row: pd.Series, processes: dict[int, float] | None) -> tuple[int | N
             sides.append(count("baseline_processes"))
         return tuple(sides)
     if "source_file" in row.index and not pd.isna(row["source_file"]):
-        gpus = pd.to_numeric(pd.Series([row.get("gpus")]), errors="coerce").iloc[0]
-        return (1, 1) if row.get("metric") in OVER_ONE_GPU and gpus > 1 else (1,)
+        return (1, 1) if row.get("metric") in OVER_ONE_GPU and (count("gpus") or 0) > 1 else (1,)
     return (None,)
 
 
