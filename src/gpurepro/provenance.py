@@ -37,6 +37,16 @@ def config_file(results: Path, digest: str) -> Path:
     return results / "config" / f"{digest}.yaml"
 
 
+def flat_config(tree: Any, prefix: str = "") -> dict[str, str]:
+    """A config's leaves by dotted key, each as JSON (lists are leaves): what two configs differ in."""
+    if not isinstance(tree, dict):
+        return {prefix: json.dumps(tree, default=str)}
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        out.update(flat_config(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
 def record_config(config: dict[str, Any], results: Path, digest: str | None = None) -> Path:
     """The run's resolved config, written once per distinct config (a rerun with other settings adds
     its own file, none is overwritten): sidecars name it by their config_hash (`digest`: the hash the

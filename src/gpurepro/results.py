@@ -16,11 +16,14 @@ import pandas as pd
 
 from .errors import ResultExistsError
 
+# What a raw file's provenance sidecar ends in.
+SIDECAR_SUFFIX = ".provenance.json"
+
 
 def sidecar_path(path: Path | str) -> Path:
     """`x.csv` -> `x.provenance.json` (the provenance of one raw file)."""
     path = Path(path)
-    return path.with_name(f"{path.stem}.provenance.json")
+    return path.with_name(f"{path.stem}{SIDECAR_SUFFIX}")
 
 
 def ensure_absent(*paths: Path | str) -> None:

@@ -113,6 +113,17 @@ os.environ.update(
 
 
 FORK_SERVER = []  # the run's fork server, once onstart has started it
+PLANNING_STOPPED = (
+    []
+)  # set when planning stopped with a message: nothing is estimated after it
+
+
+def stop_planning(message):
+    """Stop while planning with `message` alone: Snakemake shows an exception raised in an input
+    function with its traceback, and the dry-run's estimate (runplan.smk) would follow it.
+    """
+    PLANNING_STOPPED.append(message)
+    sys.exit(message)
 
 
 def fork_server_wanted():
@@ -147,6 +158,8 @@ onstart:
             else "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
             "Use the default profile, or --profile profiles/slurm"
         )
+    # first: nothing measured is replaced unless asked for (runplan.smk)
+    guard_raw_data()
     print_estimate()
     # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
     provenance.record_config(config, Path(RESULTS), CONFIG_HASH)

@@ -4,7 +4,7 @@
 
 import atexit
 
-from gpurepro.runplan import durations, estimate, jobs  # noqa: E402
+from gpurepro.runplan import durations, estimate, jobs, replacements  # noqa: E402
 
 
 def planned_cores():
@@ -75,8 +75,47 @@ def print_estimate():
     )
 
 
+def guard_raw_data():
+    """Before the first job (onstart): stop a run that would replace measured raw files without being
+    asked to, and move aside those it was asked to replace (gpurepro/runplan/replacements.py).
+    """
+    found = replacements.from_dag(workflow.dag)
+    refused = replacements.refusal(found, Path(RESULTS), config)
+    if refused:
+        raise WorkflowError(refused)
+    kept = replacements.set_aside(found, Path(RESULTS))
+    if kept:
+        print(
+            f"gpurepro: the raw files of the points asked to run again were moved to {kept}",
+            file=sys.stderr,
+        )
+
+
+def warn_of_replacements_after_dry_run():
+    """A dry-run says what the real run would do with raw files already measured."""
+    found = replacements.from_dag(workflow.dag)
+    message = replacements.refusal(found, Path(RESULTS), config)
+    if message:
+        print(
+            message.replace("stopped before any job", "a run would stop"),
+            file=sys.stderr,
+        )
+    moved = sum(len(r.files) for r in found if r.requested)
+    if moved:
+        print(
+            f"gpurepro: a run would move {moved} raw files of points asked to run again to "
+            f"{replacements.archive_root(Path(RESULTS))}/<time>/",
+            file=sys.stderr,
+        )
+
+
 def print_estimate_after_dry_run():
-    if workflow.dryrun and getattr(workflow, "dag", None) is not None:
+    if (
+        workflow.dryrun
+        and not PLANNING_STOPPED
+        and getattr(workflow, "dag", None) is not None
+    ):
+        warn_of_replacements_after_dry_run()
         print_estimate()
 
 

@@ -15,7 +15,6 @@ every temperature row: this row names the cause of those changes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -131,16 +130,6 @@ def reference_ratios(a: Run, b: Run) -> pd.DataFrame:
     return rows[rows["statistic"] == "median"] if "statistic" in rows else rows
 
 
-def _flat(tree: Any, prefix: str = "") -> dict[str, str]:
-    """A config's leaves by dotted key (lists are leaves)."""
-    if not isinstance(tree, dict):
-        return {prefix: json.dumps(tree)}
-    out: dict[str, str] = {}
-    for key, value in tree.items():
-        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
-
-
 def run_config(run: Run) -> dict[str, set[str]]:
     """Each config key's values over the configs the run's sidecars name (config/<config_hash>.yaml)."""
     digests = {value for sidecar in run.sidecars() for value in _at("config_hash")(sidecar) if value}
@@ -148,7 +137,7 @@ def run_config(run: Run) -> dict[str, set[str]]:
     for digest in sorted(digests):
         path = provenance.config_file(run.path, str(digest))
         if path.is_file():
-            for key, value in _flat(yaml.safe_load(path.read_text()) or {}).items():
+            for key, value in provenance.flat_config(yaml.safe_load(path.read_text()) or {}).items():
                 values.setdefault(key, set()).add(value)
     return values
 

@@ -12,10 +12,9 @@ import pandas as pd
 
 from .. import plausibility
 from ..errors import GpureproError
+from ..results import SIDECAR_SUFFIX
 from ..tables import LONG_COLUMNS
 from .folders import device_folder
-
-SIDECAR_SUFFIX = ".provenance.json"
 
 
 @dataclass

@@ -1,0 +1,172 @@
+"""Raw measurements a planned run would replace: found before any job starts, refused unless asked for.
+
+Snakemake reruns a job whose params, code or inputs changed since it ran (a quick run after a full one,
+another seed or cool-down), and deletes the job's outputs first. Its `protected()` flag does not stop
+that where the run has root's rights, as on most GPU hosts and in containers: Snakemake asks
+`os.access(path, W_OK)`, which grants root every file. So the run reads its own plan before the first
+job starts (onstart, common.smk) and
+
+- stops when a job would replace raw files for any reason but an explicit request, naming the files,
+  the config keys whose values changed since they were measured, and how to measure again;
+- moves the raw files of forced jobs (--forcerun, -R, --forceall) and of jobs Snakemake marked
+  incomplete (a killed run) into `<results_dir>/replaced/<device>/<time>/` first, so that what was
+  measured is kept whatever the new job does.
+
+A dry-run only says what the real run would do (runplan.smk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .. import provenance, results
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One planned job whose raw outputs already exist."""
+
+    rule: str
+    files: tuple[str, ...]
+    # Snakemake's reasons for running the job ("params have changed since last execution", ...)
+    reasons: tuple[str, ...]
+    forced: bool = False
+    incomplete: bool = False
+    # the params values only the earlier run had, and only this run has (Snakemake's ParamsChange)
+    params_before: tuple[str, ...] = field(default_factory=tuple)
+    params_now: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def requested(self) -> bool:
+        """Replacing is asked for (forced), or what is there is unfinished (incomplete): set it aside.
+        Any other reason (a setting, the code or an input changed) stops the run."""
+        return self.forced or (self.incomplete and self.reasons == ("incomplete output files",))
+
+
+def from_dag(dag: Any) -> list[Replacement]:
+    """The planned jobs of a Snakemake DAG whose protected (raw) outputs exist already."""
+    found = []
+    for job in dag.needrun_jobs(exclude_finished=False):
+        existing = sorted(str(f) for f in job.output if f in job.protected_output and os.path.exists(f))
+        if not existing:
+            continue
+        reason = dag.reason(job)
+        params = reason.params_changed
+        found.append(
+            Replacement(
+                rule=job.rule.name,
+                files=tuple(existing),
+                reasons=tuple(reason.get_names()),
+                forced=bool(reason.forced),
+                incomplete=bool(reason.incomplete_output),
+                params_before=tuple(sorted(map(str, params.only_old))),
+                params_now=tuple(sorted(map(str, params.only_new))),
+            )
+        )
+    return found
+
+
+def changed_settings(files: Iterable[str], device_results: Path, config: Mapping[str, Any]) -> list[str]:
+    """'quick: false -> true' for each config key whose value differs between the config the files were
+    measured with (their sidecars' config_hash, kept as config/<hash>.yaml) and this run's."""
+    now = provenance.flat_config(json.loads(json.dumps(config, default=str)))
+    before: dict[str, set[str]] = {}
+    for path in files:
+        sidecar = path if path.endswith(results.SIDECAR_SUFFIX) else None
+        if sidecar is None or not Path(sidecar).is_file():
+            continue
+        digest = json.loads(Path(sidecar).read_text()).get("config_hash")
+        recorded = provenance.config_file(device_results, str(digest)) if digest else None
+        if recorded and recorded.is_file():
+            for key, value in provenance.flat_config(yaml.safe_load(recorded.read_text()) or {}).items():
+                before.setdefault(key, set()).add(value)
+    return [
+        f"{key}: {' / '.join(sorted(before.get(key, {'(not set)'})))} -> {now.get(key, '(not set)')}"
+        for key in sorted({*before, *now})
+        if before and before.get(key) != {now.get(key)}
+    ]
+
+
+def _points(replacements: list[Replacement], shown: int) -> list[str]:
+    lines = []
+    for item in replacements[:shown]:
+        table = next((f for f in item.files if not f.endswith(results.SIDECAR_SUFFIX)), item.files[0])
+        lines.append(f"  {table} (rule {item.rule}): {'; '.join(item.reasons)}")
+    if len(replacements) > shown:
+        lines.append(f"  ... and {len(replacements) - shown} more points")
+    return lines
+
+
+def refusal(
+    replacements: list[Replacement], device_results: Path, config: Mapping[str, Any], shown: int = 8
+) -> str | None:
+    """The message that stops a run which would replace raw files without being asked to; None if none."""
+    refused = [r for r in replacements if not r.requested]
+    if not refused:
+        return None
+    files = [f for r in refused for f in r.files]
+    settings = changed_settings(files, device_results, config)
+    params = (
+        sorted({p for r in refused for p in r.params_before}),
+        sorted({p for r in refused for p in r.params_now}),
+    )
+    lines = [
+        f"gpurepro: stopped before any job: this run would replace {len(files)} raw files of "
+        f"{len(refused)} points measured earlier in {device_results} (raw data is never replaced "
+        "silently):",
+        *_points(refused, shown),
+    ]
+    if settings:
+        lines += [
+            "The settings they were measured with differ from this run's:",
+            *(f"  {s}" for s in settings),
+        ]
+    elif params[0] or params[1]:
+        lines += [
+            f"Their jobs' settings before: {', '.join(params[0])}",
+            f"  and now: {', '.join(params[1])}",
+        ]
+    lines += [
+        "To measure with the new settings, write this run elsewhere: --config results_dir=<new folder> "
+        "(e.g. results-quick). To rerun the same settings' points after a code or input change, or to "
+        "replace these points on purpose, ask for it: --forcerun <rule> (the old files are moved to "
+        f"{archive_root(device_results)}/<time>/, not deleted).",
+    ]
+    return "\n".join(lines)
+
+
+def archive_root(device_results: Path) -> Path:
+    """<results_dir>/replaced/<device>: outside the device's folder, so no table or comparison of the
+    run reads what was set aside."""
+    return device_results.parent / "replaced" / device_results.name
+
+
+def set_aside(
+    replacements: list[Replacement], device_results: Path, now: datetime | None = None
+) -> Path | None:
+    """Move the raw files of requested replacements to the archive, keeping their paths below the
+    device's folder; the folder they went to, or None when there were none."""
+    moving = [f for r in replacements if r.requested for f in r.files]
+    if not moving:
+        return None
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = archive_root(device_results) / stamp
+    for path in moving:
+        source = Path(path)
+        try:
+            relative = source.resolve().relative_to(device_results.resolve())
+        except ValueError:
+            relative = Path(source.name)
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(source), destination)
+    return target
