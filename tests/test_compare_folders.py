@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from gpurepro.cli import main
-from gpurepro.compare.folders import baseline_tables, device_folder
+from gpurepro.compare.folders import baseline_files, device_folder
 from gpurepro.compare.runs import load_run
 from gpurepro.errors import GpureproError
 
@@ -67,9 +67,12 @@ def test_compare_results_r2_takes_each_folders_one_device(
 
 def test_the_workflow_baseline_follows_the_same_rule(tmp_path: Path) -> None:
     h100 = make_run(tmp_path / "lastmonth")
-    assert baseline_tables(str(tmp_path / "lastmonth")) == [
+    assert baseline_files(str(tmp_path / "lastmonth")) == [
         str(path) for path in sorted((h100 / "tables").glob("*.csv"))
     ]
+    archive = tmp_path / "lastmonth.tar.gz"
+    assert main(["pack", str(h100), "--out", str(archive)]) == 0
+    assert baseline_files(str(archive)) == [str(archive), f"{archive}.sha256"]  # as gpurepro compare takes it
     make_run(tmp_path / "lastmonth", "h200")
-    with pytest.raises(GpureproError, match="rule compare: config compare_with=.*: holds the results of 2"):
-        baseline_tables(str(tmp_path / "lastmonth"))
+    with pytest.raises(GpureproError, match=f"{tmp_path / 'lastmonth'}: holds the results of 2"):
+        baseline_files(str(tmp_path / "lastmonth"))

@@ -27,6 +27,7 @@ def test_coerce_types_what_snakemake_leaves_as_strings() -> None:
         "telemetry": {"rate_hz": 12.5, "name": "x"},
     }
     assert coerce_cli_scalars("7") == "7"  # top-level numbers are typed by snakemake itself
+    assert coerce_cli_scalars({"extra": "null", "other": "~"}) == {"extra": None, "other": None}
 
 
 def test_first_error_names_nested_keys() -> None:

@@ -3,7 +3,10 @@
 # A real dataset is complete when its manifest.json exists (written last), so a study that reads images
 # takes `DATASET_INPUT` as input and passes `DATASET_FLAGS` to its `gpurepro` command.
 
-from gpurepro.datasets.imagenet_archives import user_archives  # noqa: E402
+from gpurepro.datasets.imagenet_archives import (  # noqa: E402
+    archive_paths,
+    check_archives,
+)
 from gpurepro.datasets.workers import resolve_workers  # noqa: E402
 
 DATA = config["data"]
@@ -25,6 +28,18 @@ DATASET_FLAGS = f"--source {DATA['source']} --seed {config['seed']} " + (
 # The loaded data in result file names: a source, or synthetic-<the set it stands in for>.
 DATASET_NAME = f"synthetic-{DATA['synthetic']['like']}" if SYNTHETIC else DATA["source"]
 LOADER_WORKERS = resolve_workers(DATA["loader"]["workers"])
+IMAGENET_ARCHIVES = archive_paths(DATA["imagenet"], DATA_DIR)
+# ImageNet's archives are the user's to supply: until the set is extracted, a missing one stops the run at
+# start, as a bad config does, saying what to download and where to put it (an input function's error
+# would come with Snakemake's traceback, after the DAG was half built).
+if (
+    DATA["source"] == "imagenet"
+    and not Path(DATASET_ROOTS["imagenet"], "manifest.json").exists()
+):
+    try:
+        check_archives(**{role: Path(path) for role, path in IMAGENET_ARCHIVES.items()})
+    except GpureproError as err:
+        raise WorkflowError(f"bad config: key data.source: imagenet: {err}") from None
 
 
 rule download_tiny_imagenet:
@@ -69,8 +84,7 @@ rule tiny_imagenet:
 
 rule imagenet:
     input:
-        # A missing archive stops the run here, saying what to download and where to put it.
-        unpack(lambda wildcards: user_archives(DATA["imagenet"], DATA_DIR)),
+        **IMAGENET_ARCHIVES,
     output:
         f"{DATASET_ROOTS['imagenet']}/manifest.json",
     log:

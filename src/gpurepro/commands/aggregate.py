@@ -14,9 +14,11 @@ from ..errors import GpureproError
 from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
 from ..reference import summary as reference_summary
+from ..results import sidecar_path
 from ..sgemm import summary as sgemm_summary
 from ..training import summary as ddp_summary
 from ..variability import summary as variability_summary
+from .options import require_paths
 
 
 def _sgemm(paths: list[str]) -> dict[str, pd.DataFrame]:
@@ -90,7 +92,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+# The studies whose raw files each carry a provenance sidecar, which their tables read
+WITH_SIDECARS = ("sgemm", "variability", "inference", "hfta", "ddp", "reference")
+
+
+def _require_inputs(args: argparse.Namespace) -> None:
+    require_paths("raw", *args.raw, kind="file or folder" if args.study == "runtimes" else "file")
+    if args.study in WITH_SIDECARS:
+        for raw in args.raw:
+            require_paths(f"raw (the provenance sidecar of {raw})", sidecar_path(raw))
+
+
 def run(args: argparse.Namespace) -> int:
+    _require_inputs(args)
     tables = AGGREGATORS[args.study](args.raw)
     for option, table in tables.items():  # all checked before any is written
         plausibility.check_table(table, f"{args.study} {option}")

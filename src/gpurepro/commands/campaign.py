@@ -10,8 +10,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from ..campaign import aggregate, layout, synthetic, tables, unrecorded
 from ..campaign import plot as campaign_plot
 from ..campaign.estimate import estimate
@@ -20,7 +18,7 @@ from ..compare import campaigns
 from ..errors import GpureproError
 from ..plotting import nothing_ran, save
 from . import campaign_worker
-from .options import non_negative_int, positive_float, positive_int
+from .options import non_negative_int, positive_float, positive_int, read_table, require_paths
 
 
 def _indices(value: str) -> list[int]:
@@ -147,7 +145,7 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    gpus = tables.wide_gpus(pd.read_csv(args.table))
+    gpus = tables.wide_gpus(read_table("table", args.table))
     if gpus.empty:
         notes = [f"{args.table} has no measured GPU: see tables/campaign_nodes.csv for each node's reason"]
         save(nothing_ran("campaign: no node was measured", notes), args.out)
@@ -160,6 +158,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    require_paths("a", args.a)
+    require_paths("b", args.b)
     paths, summary = campaigns.write(args.a, args.b, args.out)
     print(f"{summary}; wrote {', '.join(map(str, paths))}", file=sys.stderr)
     return 0

@@ -11,6 +11,7 @@ from ..campaign import layout
 from ..compare import campaigns
 from ..compare.folders import default_out
 from ..compare.outputs import write
+from .options import require_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_paths("a", args.a, kind="file or folder")  # a folder, or an archive of gpurepro pack
+    require_paths("b", args.b, kind="file or folder")
     out = args.out or default_out(args.a, args.b)
     # two campaigns' folders: their GPUs matched by UUID (one that is not a campaign's is refused, naming it)
     if layout.is_campaign(args.a) or layout.is_campaign(args.b):

@@ -9,8 +9,6 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from ..hardware import load_hardware
 from ..more_processes import Budget, claim_points, next_round, read_plan
 from ..more_processes.points import selections
@@ -18,8 +16,8 @@ from ..profiles import project_root
 from ..results import ensure_absent
 from ..verdict.claims import REPRODUCTION, load_claims
 from ..verdict.evaluate import evaluate
-from ..verdict.statuses import UNMEASURED, UNRESOLVED
-from .options import positive_int
+from ..verdict.statuses import UNMEASURED
+from .options import positive_int, read_table, require_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,9 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_paths("--tables", *args.tables)
+    require_paths("--claims", *args.claims, kind="file or folder")
+    require_paths("--hardware", args.hardware, kind="folder")
+    require_paths("--earlier", *args.earlier)
     ensure_absent(args.out)
     hardware = load_hardware(args.hardware)
-    tables = {path.stem: pd.read_csv(path) for path in args.tables}
+    tables = {path.stem: read_table("--tables", path) for path in args.tables}
     # the study's claims these tables answer (one family's: DeiT's tables do not judge BERT's claims)
     claims = [
         claim
@@ -57,10 +59,9 @@ def run(args: argparse.Namespace) -> int:
     spent = sum(len(read_plan(path)) for path in args.earlier)
     budget = Budget(args.per_point, args.extra, spent)
     outcomes = evaluate(claims, tables, hardware, args.gpus)
-    # the papers' claims first, then the project's own regression checks: a budget spent stops the latter
-    waiting = sorted(
-        (o for o in outcomes if o.grade == UNRESOLVED), key=lambda o: o.claim.purpose != REPRODUCTION
-    )
+    # the papers' claims first, then the project's own regression checks: a budget spent stops the latter.
+    # A claim shown but not counted (claim.not_counted) is still settled: the verdict prints its reading.
+    waiting = sorted((o for o in outcomes if o.inconclusive), key=lambda o: o.claim.purpose != REPRODUCTION)
     read = {o.claim.id: claim_points(o.claim, tables) for o in outcomes if o.grade != UNMEASURED}
     # an ordering's processes go to the points of the steps it could not resolve, not to a noisy point
     # whose step already resolved

@@ -4,13 +4,47 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
+
+import pandas as pd
 
 from .. import nvml
+from ..errors import GpureproError
 from ..harness import TelemetrySettings
 from ..host import PIN_MODES
 from ..measure_job import JobFiles, JobSettings
 from ..telemetry import SAMPLERS
+
+PathKind = Literal["file", "folder", "file or folder"]
+PATH_CHECKS: dict[str, Callable[[Path], bool]] = {
+    "file": Path.is_file,
+    "folder": Path.is_dir,
+    "file or folder": Path.exists,
+}
+
+
+def require_paths(argument: str, *paths: Path | str | None, kind: PathKind = "file") -> None:
+    """Stop, naming the argument and the path, where a file or folder a command reads is not there (None:
+    an optional argument not given): before any work, rather than with the traceback of the first open().
+    """
+    for path in (Path(given) for given in paths if given is not None):
+        if PATH_CHECKS[kind](path):
+            continue
+        if not path.exists():
+            raise GpureproError(f"argument {argument}: no such {kind}: {path}")
+        found = "a folder" if path.is_dir() else "a file" if path.is_file() else "neither file nor folder"
+        raise GpureproError(f"argument {argument}: not a {kind}: {path} is {found}")
+
+
+def read_table(argument: str, path: Path | str) -> pd.DataFrame:
+    """A CSV table a command reads; a missing, empty or unparsable one is an error naming the argument."""
+    require_paths(argument, path)
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise GpureproError(f"argument {argument}: {path} is not a CSV table: {err}") from None
 
 
 def default_gpu() -> int | str:

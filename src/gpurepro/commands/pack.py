@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..compare.pack import checksum_path, pack
+from .options import require_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_paths("results", args.results, kind="folder")
     files = pack(args.results, args.out)
     print(
         f"packed {len(files)} files of {args.results} into {args.out} ({checksum_path(args.out)})",

@@ -13,6 +13,7 @@ from ..plotting import save
 from ..sgemm import plot as sgemm_plot
 from ..training import plot as ddp_plot
 from ..variability import plot as variability_plot
+from .options import read_table, require_paths
 
 PLOTTERS = {
     "sgemm": lambda table, args: sgemm_plot.plot(table, sgemm_plot.read_traces(args.traces)),
@@ -39,9 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _optional(path: str | None) -> pd.DataFrame | None:
-    return pd.read_csv(path) if path else None
+    return read_table("--reference", path) if path else None
 
 
 def run(args: argparse.Namespace) -> int:
-    save(PLOTTERS[args.study](pd.read_csv(args.table), args), args.out)
+    require_paths("--traces", *args.traces)
+    save(PLOTTERS[args.study](read_table("table", args.table), args), args.out)
     return 0

@@ -11,8 +11,6 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
 from ..campaign import aggregate
 from ..errors import GpureproError
 from ..hardware import load_hardware
@@ -25,6 +23,7 @@ from ..verdict.here import Here
 from ..verdict.measured import how_measured
 from ..verdict.points import load_points
 from ..verdict.statuses import NOT_HELD
+from .options import read_table, require_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -97,7 +96,18 @@ def _table_rules(pairs: list[str]) -> dict[str, str]:
     return rules
 
 
+def _require_inputs(args: argparse.Namespace) -> None:
+    require_paths("--claims", *args.claims, kind="file or folder")
+    require_paths("--hardware", args.hardware, kind="folder")
+    require_paths("--schema", args.schema)
+    require_paths("--points", args.points)
+    require_paths("--results", args.results, kind="folder")
+    require_paths("--plots", *args.plots)
+    require_paths("--campaign", args.campaign, kind="folder")
+
+
 def run(args: argparse.Namespace) -> int:
+    _require_inputs(args)
     hardware = load_hardware(args.hardware)
     claims = load_claims(args.claims, args.schema, hardware, load_points(args.points))
     link_from = args.md.parent if args.md else Path.cwd()
@@ -107,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.campaign is None:
         title = args.profile
-        tables = {path.stem: pd.read_csv(path) for path in args.tables}
+        tables = {path.stem: read_table("--tables", path) for path in args.tables}
         plots = linked(args.plots)
         outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
         measured = how_measured(args.results)

@@ -1,4 +1,4 @@
-"""Where a comparison's outputs go, and run A's tables for the workflow (no plotting imports: the
+"""Where a comparison's outputs go, and the files of run A for the workflow (no plotting imports: the
 Snakefile reads this while it parses)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import GpureproError
+from .pack import SUFFIX, checksum_path, verify
 
 
 def default_out(a: Path | str, b: Path | str, root: Path | str = "results") -> Path:
@@ -45,25 +46,43 @@ def device_folder(path: Path | str) -> Path:
         )
     raise GpureproError(
         f"{path}: not a results folder of one device (expected {path / 'tables'}/*.csv, e.g. results/h100) "
-        "nor a results folder holding one (results/<device>/tables/*.csv)"
+        f"nor a results folder holding one (results/<device>/tables/*.csv); a run packed by gpurepro pack "
+        f"(run{SUFFIX}) is taken too"
     )
 
 
-def baseline_tables(compare_with: str) -> list[str]:
-    """Run A's tables for the workflow's compare rule, or an error saying how to name run A."""
-    if not compare_with:
-        raise GpureproError(
-            "rule compare: config compare_with is empty. Name the results folder of the run to compare "
-            "this one with, e.g. snakemake compare --cores 1 --config compare_with=results-lastmonth/h100"
-        )
-    try:
-        folder = device_folder(compare_with)
-    except GpureproError as err:
-        raise GpureproError(f"rule compare: config compare_with={compare_with}: {err}") from None
-    tables = sorted(Path(folder, "tables").glob("*.csv"))
+# What `gpurepro compare` and `snakemake compare` take for a run, said where a path is none of them
+RUN_FORMS = (
+    "a results folder of one device (e.g. results-lastmonth/h100), a results folder holding one, or a run "
+    f"packed by gpurepro pack (run{SUFFIX}, its .sha256 beside it)"
+)
+COMPARE_WITH_UNSET = (
+    "rule compare: config compare_with is empty. Name the run to compare this one with: its results "
+    "folder or its archive from gpurepro pack, e.g. snakemake compare --cores 1 --config "
+    "compare_with=results-lastmonth/h100"
+)
+
+
+def run_files(path: Path | str) -> list[Path]:
+    """The files of a run that a comparison reads, as `gpurepro compare` takes the run: an archive of
+    gpurepro pack and its checksum (verified here, so a damaged one stops before any job), or the tables
+    of the device folder `path` names. An error names `path` and what is allowed."""
+    path = Path(path)
+    if not path.exists():
+        raise GpureproError(f"{path}: no such folder or file; allowed: {RUN_FORMS}")
+    if path.is_file() and not path.name.endswith(SUFFIX):
+        raise GpureproError(f"{path}: a file, not a folder or a {SUFFIX} archive; allowed: {RUN_FORMS}")
+    if path.is_file():
+        verify(path)
+        return [path, checksum_path(path)]
+    tables = sorted((device_folder(path) / "tables").glob("*.csv"))
     if not tables:
-        raise GpureproError(
-            f"rule compare: config compare_with={compare_with}: no tables/*.csv there; expected the results "
-            "folder of one device, e.g. results-lastmonth/h100"
-        )
-    return [str(path) for path in tables]
+        raise GpureproError(f"{path}: no tables/*.csv there; allowed: {RUN_FORMS}")
+    return tables
+
+
+def baseline_files(compare_with: str) -> list[str]:
+    """Run A's files for the workflow's compare rule (run_files), or an error saying how to name run A."""
+    if not compare_with:
+        raise GpureproError(COMPARE_WITH_UNSET)
+    return [str(path) for path in run_files(compare_with)]

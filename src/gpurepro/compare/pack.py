@@ -42,8 +42,8 @@ def pack(results: Path, archive: Path) -> list[Path]:
     return files
 
 
-def unpack(archive: Path, into: Path) -> Path:
-    """Verify `archive` against its .sha256 and extract it into `into`; the run folder it holds."""
+def verify(archive: Path) -> None:
+    """Stop where `archive` does not match the .sha256 beside it, or has none."""
     sums = checksum_path(archive)
     if not sums.is_file():
         raise GpureproError(f"{archive}: no checksum {sums} beside it (gpurepro pack writes one)")
@@ -53,6 +53,11 @@ def unpack(archive: Path, into: Path) -> Path:
         raise GpureproError(
             f"{archive}: checksum {actual} does not match {sums} ({expected}): damaged or altered"
         )
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    """Verify `archive` against its .sha256 and extract it into `into`; the run folder it holds."""
+    verify(archive)
     with tarfile.open(archive, "r:gz") as tar:
         tops = {Path(name).parts[0] for name in tar.getnames()}
         if len(tops) != 1:

@@ -1,7 +1,7 @@
 """The ImageNet files the user must supply, where they go, and what to say when one is missing.
 
-Kept apart from the extraction code and free of heavy imports: the workflow calls it while building the
-DAG, so a missing archive stops the run at once with what to download and where to put it.
+Kept apart from the extraction code and free of heavy imports: the workflow calls it while it parses, so
+a missing archive stops the run at start with what to download and where to put it.
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ def check_archives(train_tar: Path, val_tar: Path, val_labels: Path) -> None:
         )
 
 
-def user_archives(settings: dict[str, str], data_dir: str) -> dict[str, str]:
-    """Config `data.imagenet` paths (relative ones inside data_dir), checked to exist."""
-    paths = {
+def archive_paths(settings: dict[str, str], data_dir: str) -> dict[str, str]:
+    """Config `data.imagenet` paths by role (check_archives' arguments), relative ones inside data_dir."""
+    return {
         key: settings[key] if Path(settings[key]).is_absolute() else f"{data_dir}/{settings[key]}"
         for key in ROLES
     }
-    check_archives(*(Path(paths[key]) for key in ROLES))
-    return paths
