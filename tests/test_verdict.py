@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ from gpurepro.verdict import render, summary
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
+from gpurepro.verdict.pairs import published_pairs
 from gpurepro.verdict.ranges import untestable_reason
-from gpurepro.verdict.scaling import scale_factor
+from gpurepro.verdict.scaling import MAX_DATASHEET_GENERATIONS, scale_factor
 from gpurepro.verdict.statuses import (
     DIRECTION_FAILS,
     DIRECTION_OUTSIDE,
@@ -561,9 +563,9 @@ def h100_tables() -> dict[str, pd.DataFrame]:
     ]  # fmt: skip
     ddp = [
         row
-        for p, v in [("fp16", 4600.0), ("tf32", 1790.0)]
-        for row in _long(H100, {"model": "resnet50", "gpus": 1, "precision": p, "status": "ok"},
-                         [("throughput", "total", v, "images/s")])
+        for p, v, nhwc in [("fp16", 4600.0, True), ("tf32", 1790.0, False)]
+        for row in _long(H100, {"model": "resnet50", "gpus": 1, "precision": p, "status": "ok",
+                                "channels_last": nhwc}, [("throughput", "total", v, "images/s")])
     ]  # fmt: skip
     # the speedups' intervals across processes, paired by run (hfta_study/summary.py)
     hfta += [
@@ -685,8 +687,9 @@ def test_made_tables_of_an_h100_give_each_reading_a_reviewer_can_sign() -> None:
     assert papers["Power Variability on GPUs (the seed project)"] == (
         "too few claims testable here (0 of 3 claims testable here)"
     )
+    # the power orders hold by the models' sizes: shown, not counted (one held, one inconclusive)
     assert papers["Lightening-Transformer GPU baseline (Zhu et al., HPCA'24)"] == (
-        "too few claims testable here (2 of 12 claims testable here, 1 inconclusive)"
+        "too few claims testable here (1 of 12 claims testable here)"
     )
 
 
@@ -814,8 +817,8 @@ def test_a_spread_between_gpus_is_read_only_where_its_interval_excludes_none(
     outcome = outcome_of(spec, _spread_table(low, high), hardware_dir)  # GPUs counted by UUID: 2
     assert outcome.result == result, outcome.detail
     assert f"[{low:.4g}, {high:.4g}]" in outcome.detail
-    # a direction that could fail and held; the magnitude its own tolerance declares untestable
-    assert outcome.grade == (UNRESOLVED if result == NOT_RESOLVED else HELD)
+    # a direction alone tests no magnitude the paper found: shown, never counted toward "reproduced"
+    assert outcome.grade == (UNRESOLVED if result == NOT_RESOLVED else UNTESTABLE)
 
 
 def test_an_order_reversed_beyond_its_intervals_does_not_hold(hardware_dir: Path) -> None:
@@ -1072,3 +1075,123 @@ def test_nvidia_claims_read_the_ddp_table() -> None:
     assert eighty.status == f"scaled from A100 80GB: {WITHIN}"
     assert eighty.factor == pytest.approx(((312 / 312) * (1555 / 2039)) ** 0.5)
     assert outcomes["nvidia-resnet50-v100-amp-1gpu"].status == f"scaled from V100 SXM2: {WITHIN}"
+
+
+def _ddp_on(gpu_name: str, images_per_s: float, tf32: tuple[float, bool] | None = None) -> pd.DataFrame:
+    """One GPU's ResNet-50 ddp rows: AMP in channels_last, and a TF32 point in the layout given."""
+    row = {"study": "ddp", "model": "resnet50", "status": "ok", "statistic": "total", "metric": "throughput",
+           "unit": "images/s", "gpus": 1, "gpu_name": gpu_name}  # fmt: skip
+    rows = [{**row, "precision": "fp16", "channels_last": True, "value": images_per_s}]
+    if tf32 is not None:
+        rows.append({**row, "precision": "tf32", "channels_last": tf32[1], "value": tf32[0]})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(("rate", "status"), [(5500.0, WITHIN), (4000.0, OUTSIDE)])
+def test_one_table_reads_alike_on_a_gpu_two_generations_from_its_oldest(rate: float, status: str) -> None:
+    """On an H200 NVIDIA's V100 figure would be scaled from datasheets across two generations (Volta to
+    Hopper), which the rule was never checked over: it reads through the same table's A100 80GB figure,
+    so the table's two one-GPU figures read alike (5,461 images/s read 'not held' from the V100 and
+    'held' from the A100 before)."""
+    hardware = load_hardware(ROOT / "config" / "hardware")
+    claims = [c for c in load_claims([ROOT / "config" / "expected"], SCHEMA, hardware) if c.study == "ddp"]
+    outcomes = {o.claim.id: o for o in evaluate(claims, {"ddp": _ddp_on("NVIDIA H200", rate)}, hardware, 1)}
+    a100, v100 = outcomes["nvidia-resnet50-a100-80gb-amp-1gpu"], outcomes["nvidia-resnet50-v100-amp-1gpu"]
+    assert a100.status == v100.status == f"scaled from A100 80GB: {status}"
+    assert v100.grade == a100.grade and v100.factor == a100.factor
+    assert (
+        "bridges 2 GPU generations" in v100.detail and "read through nvidia-resnet50-a100-80gb" in v100.detail
+    )
+    # without a figure to read through, the same bridge reads not comparable
+    lone = replace(claims[[c.id for c in claims].index("nvidia-resnet50-v100-amp-1gpu")], scaling=replace(
+        v100.claim.scaling, through=None))  # fmt: skip
+    (alone,) = evaluate([lone], {"ddp": _ddp_on("NVIDIA H200", rate)}, hardware, 1)
+    assert alone.result == NOT_COMPARABLE and "no figure of the same table on a nearer GPU" in alone.detail
+
+
+@pytest.mark.parametrize(
+    ("tf32", "result"),
+    [((1859.0, False), DIRECTION_WITHIN), ((2514.0, True), NOT_MEASURED)],
+)
+def test_amp_over_tf32_is_read_from_a_tf32_run_in_nchw(tf32: tuple[float, bool], result: str) -> None:
+    """DeepLearningExamples trains TF32 in NCHW (only AMP in NHWC): 4,591 / 1,859 = 2.47x on one H100 is
+    the paper's protocol; a TF32 row in channels_last (1.83x) is not the claim's point."""
+    hardware = load_hardware(ROOT / "config" / "hardware")
+    claims = [c for c in load_claims([ROOT / "config" / "expected"], SCHEMA, hardware) if c.study == "ddp"]
+    (claim_,) = [c for c in claims if c.id == "nvidia-resnet50-a100-amp-over-tf32"]
+    (read,) = evaluate([claim_], {"ddp": _ddp_on(H100, 4591.0, tf32)}, hardware, 1)
+    assert read.result == result, read.detail
+    assert claim_.protocol is not None and "TF32 in NCHW" in claim_.protocol.paper
+
+
+def test_a_difference_that_moves_the_figure_reads_not_comparable(hardware_dir: Path) -> None:
+    moving = {"what": "memory format", "moves": True, "why": "1.83x against 2.47x"}
+    protocol = {"paper": "TF32 in NCHW", "here": "TF32 in NHWC", "differences": [moving]}
+    read = outcome_of(
+        claim(protocol=protocol), {"sgemm": sgemm_table([("torch", 8192, "rate", 50.0)])}, hardware_dir
+    )
+    assert read.result == NOT_COMPARABLE and read.grade == UNTESTABLE
+    assert "moves the figure: memory format (1.83x against 2.47x)" in read.detail
+    # a difference that does not move the figure is named beside the reading, which stands
+    protocol["differences"][0]["moves"] = False
+    read = outcome_of(
+        claim(protocol=protocol), {"sgemm": sgemm_table([("torch", 8192, "rate", 50.0)])}, hardware_dir
+    )
+    assert read.result == WITHIN
+    page = render.markdown([read], "h200", Here.of({"sgemm": sgemm_table([])}))
+    assert "- difference (does not move the figure): memory format; 1.83x against 2.47x" in page
+    assert "- the paper measured: TF32 in NCHW" in page and "- measured here: TF32 in NHWC" in page
+
+
+def test_a_revised_or_uncounted_claim_says_so() -> None:
+    """Pre-registration: DeiT-B minus DeiT-T was re-expressed after it met real tables, which its status
+    carries; the power orders hold by the models' sizes on any GPU, so they are shown, never counted."""
+    shipped = {c.id: c for c in load_claims([ROOT / "config" / "expected"], SCHEMA)}
+    revised = shipped["deit-b-minus-deit-t-power"]
+    assert revised.revisions and revised.revisions[0].date == "2026-11-27"
+    assert "28.2 W [26.9, 31.0]" in revised.revisions[0].before
+    order = shipped["deit-power-order"]
+    tables = {"inference_deit_processes": pd.DataFrame([
+        {"gpu_name": H100, "model": m, "batch_size": 1, "precision": "fp16", "mode": "eager",
+         "per_process": "at_median_pace", "metric": "power_above_active_idle", "statistic": st,
+         "value": v + d, "unit": "W"}
+        for m, v in (("deit-t", 5.0), ("deit-s", 9.0), ("deit-b", 23.0))
+        for st, d in (("median", 0.0), ("ci_low", -0.5), ("ci_high", 0.5))
+    ])}  # fmt: skip
+    (read,) = evaluate([order], tables, load_hardware(ROOT / "config" / "hardware"))
+    assert (
+        read.result == ORDER_HOLDS
+        and read.grade == INFO
+        and read.status == "order holds (shown, not counted)"
+    )
+    (paper,) = paper_verdicts([read])
+    assert paper.testable == 0
+    deit = {"inference_deit_processes": pd.DataFrame([
+        {"gpu_name": H100, "model": m, "batch_size": 1, "precision": "fp16", "mode": "eager",
+         "per_process": "above_active_idle", "metric": "energy_per_inference", "statistic": st,
+         "value": v + d, "unit": "J"}
+        for m, v in (("deit-t", 0.02), ("deit-b", 0.11))
+        for st, d in (("median", 0.0), ("ci_low", -0.002), ("ci_high", 0.002))
+    ])}  # fmt: skip
+    (diff,) = evaluate([revised], deit, load_hardware(ROOT / "config" / "hardware"))
+    assert diff.status == "direction holds, magnitude consistent (protocol revised 2026-11-27)"
+    (unmeasured,) = evaluate([revised], {}, load_hardware(ROOT / "config" / "hardware"))
+    assert unmeasured.status == NOT_MEASURED  # nothing was read, so nothing was read under a revision
+
+
+def test_the_scaling_rule_holds_on_every_published_pair_it_may_bridge() -> None:
+    """The premise of allowing one generation: on each pair of published figures of one table (NVIDIA's
+    V100 and A100 80GB, one GPU and eight), the rule's error lies inside the claims' own uncertainty, and
+    every shipped GPU names its generation, without which no bridge could be counted."""
+    hardware = load_hardware(ROOT / "config" / "hardware")
+    assert all(gpu.generation is not None for gpu in hardware.values())
+    checks = published_pairs(load_claims([ROOT / "config" / "expected"], SCHEMA, hardware), hardware)
+    assert {(c.older.id, c.newer.id) for c in checks} == {
+        ("nvidia-resnet50-v100-amp-1gpu", "nvidia-resnet50-a100-80gb-amp-1gpu"),
+        ("nvidia-resnet50-v100-amp-8gpu", "nvidia-resnet50-a100-80gb-amp-8gpu"),
+    }
+    for check in checks:
+        assert check.generations is not None and check.generations <= MAX_DATASHEET_GENERATIONS
+        assert abs(check.error) < check.older.scaling.uncertainty, check.describe()
+    (one_gpu,) = [c for c in checks if c.older.id.endswith("1gpu")]
+    assert one_gpu.error == pytest.approx(2.38 / 2.058 - 1, abs=0.01)  # 15% over NVIDIA's own 2.06x

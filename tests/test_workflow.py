@@ -193,7 +193,8 @@ def test_round_r_of_a_point_waits_for_round_r_minus_1_of_every_point(workflow_co
 
 def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp(workflow_copy: Path) -> None:
     """NVIDIA's AMP-over-TF32 ResNet-50 ratio needs a TF32 run: one 1-GPU job at the series' settings but
-    the precision, aggregated into the ddp table beside the fp16 runs."""
+    the precision and, as DeepLearningExamples trains TF32, the memory format (NCHW; AMP runs NHWC),
+    aggregated into the ddp table beside the fp16 runs."""
     result = run_snakemake("-n", "--cores", "4", "--config", "device=h100", "quick=true", cwd=workflow_copy)
     assert result.returncode == 0, result.stderr[-2000:]
     planned = result.stdout + result.stderr
@@ -205,7 +206,9 @@ def test_the_quick_h100_plan_trains_resnet50_in_tf32_on_one_gpu_beside_amp(workf
         for precision in ("fp16", "tf32")
     }
     assert commands["fp16"] and commands["tf32"], "a 1-GPU fp16 or tf32 training job is not planned"
-    assert commands["tf32"][1] == commands["fp16"][1].replace("--precision fp16", "--precision tf32")
+    assert commands["tf32"][1] == commands["fp16"][1].replace(
+        "--precision fp16 --channels-last", "--precision tf32 --no-channels-last"
+    )
     ddp_inputs = re.search(r"rule ddp:\n\s+input: (.*)\n", planned)[1].split(", ")
     assert ddp_inputs == [raw.format("fp16"), raw.format("tf32")]
 

@@ -48,6 +48,13 @@ class Gpu:
     name: str
     nvml_names: tuple[str, ...]
     rates: dict[str, Rates]
+    compute_capability: str = ""
+
+    @property
+    def generation(self) -> int | None:
+        """The chip's generation: its compute capability's major number (7 Volta and Turing, 8 Ampere,
+        9 Hopper); None where unknown."""
+        return int(self.compute_capability.split(".")[0]) if self.compute_capability else None
 
     def matches(self, nvml_name: str) -> bool:
         """Whether a GPU NVML calls `nvml_name` is this model (then its claims are judged exactly). The
@@ -90,7 +97,7 @@ def _load(path: Path, schema: Path) -> Gpu:
             raise GpureproError(f"bad hardware file {path}: key nvml_names: '{pattern}': {err}") from None
     datasheet = data["source"]["title"]
     rates = {name: _rates(entry, datasheet) for name, entry in data["rates"].items()}
-    return Gpu(path.stem, data["name"], tuple(data["nvml_names"]), rates)
+    return Gpu(path.stem, data["name"], tuple(data["nvml_names"]), rates, data.get("compute_capability", ""))
 
 
 def _rates(entry: dict[str, Any], datasheet: str) -> Rates:

@@ -37,10 +37,20 @@ def ddp_precisions(train: dict[str, Any], precisions: list[str]) -> tuple[str, l
     return main, compared
 
 
+def channels_last_at(train: dict[str, Any], precision: str) -> bool:
+    """The memory format of the profile's run at `precision`: `channels_last` for its own precision, and
+    `compare_channels_last` (default the same) for the compared ones, as a published recipe may run
+    them (DeepLearningExamples: AMP in NHWC, TF32 and FP32 in NCHW)."""
+    if precision == train["precision"]:
+        return bool(train["channels_last"])
+    return bool(train.get("compare_channels_last", train["channels_last"]))
+
+
 def train_flags(train: dict[str, Any], precision: str, dataset_flags: str, synthetic: bool) -> str:
-    """`gpurepro train` options of the profile's training at `precision`: every run alike but for it.
-    Synthetic images are made at the profile's size; a real set comes at its own."""
-    layout = "channels-last" if train["channels_last"] else "no-channels-last"
+    """`gpurepro train` options of the profile's training at `precision`: every run alike but for it
+    (and the memory format a compared precision runs in: channels_last_at). Synthetic images are made
+    at the profile's size; a real set comes at its own."""
+    layout = "channels-last" if channels_last_at(train, precision) else "no-channels-last"
     size = f" --image-size {train['image_size']}" if synthetic else ""
     return (
         f"--batch-size {train['batch_size']} --precision {precision} --{layout} --warmup {train['warmup']} "

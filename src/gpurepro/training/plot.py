@@ -126,9 +126,13 @@ def published(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> tup
         if panel is None or claim.divide_by or claim.subtract or claim.expected.low is None:
             continue  # a ratio of two precisions has no panel here; the verdict reads it
         gpus = int(claim.measure.where["gpus"])
-        gpu = outcome.paper_gpus[0].name
+        gpu = hardware[claim.gpus[0]].name
+        figure = f"{gpu} at {gpus} GPU{'s' if gpus > 1 else ''}"
+        if outcome.through is not None:  # its reading is the nearer GPU's figure, drawn as that one
+            why = f"read through {outcome.paper_gpus[0].name}'s figure of the same table"
+            unread.setdefault(why, []).append(figure)
+            continue
         if outcome.result in (NOT_MEASURED, NOT_TESTABLE, NOT_COMPARABLE):
-            figure = f"{gpu} at {gpus} GPU{'s' if gpus > 1 else ''}"
             figures = unread.setdefault(outcome.detail, [])
             if figure not in figures:  # an 8-GPU rate and its speedup: one figure of the GPU
                 figures.append(figure)

@@ -61,6 +61,9 @@ class Scaling:
     exponents: dict[str, float]
     uncertainty: float
     why: str
+    # a claim of the same source table on a GPU nearer this one, whose reading this claim takes where
+    # its own datasheet scaling would bridge more GPU generations than the rule was checked on
+    through: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,43 @@ class OffPaperGpu:
     why: str
     graph: dict[str, Any] = field(default_factory=dict)
     timing: Selection | None = None
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way the workload measured here differs from the paper's; `moves`: it moves the figure the
+    claim reads, so the claim reads "not comparable" until the difference is removed."""
+
+    what: str
+    moves: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """What the paper measured beside what runs here (model and its source, batch, precision, memory
+    format, data, implementation, steps, GPU), and each difference; `quick`: what a quick run reduces."""
+
+    paper: str
+    here: str
+    differences: tuple[Difference, ...] = ()
+    quick: str | None = None
+
+    @property
+    def moving(self) -> tuple[Difference, ...]:
+        return tuple(d for d in self.differences if d.moves)
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A change to a claim's protocol, tolerance or statistic after it met real tables (pre-registration:
+    the claim as first judged is the registered one): when, what, why, and the readings either side."""
+
+    date: str
+    change: str
+    why: str
+    before: str
+    after: str
 
 
 @dataclass(frozen=True)
@@ -181,6 +221,11 @@ class Claim:
     plot: str | None = None
     note: str | None = None
     campaign: OnCampaign | None = None  # how a campaign's tables judge it, where they can
+    protocol: Protocol | None = None
+    # shown but not counted toward the paper's verdict, and why (an order that holds on any GPU by the
+    # models' sizes tests nothing of the paper)
+    not_counted: str | None = None
+    revisions: tuple[Revision, ...] = ()
 
     @property
     def shown_unit(self) -> str:
@@ -220,7 +265,8 @@ class Claim:
             stated_high = self.expected.stated_high * scale  # type: ignore[operator]
             text += (
                 f" (the paper states {number(low)}–{number(stated_high)}{shown} across "
-                f"{self.expected.across}: one workload on another GPU is held to its lower end)"
+                f"{self.expected.across}: one workload on another GPU is held to its lower end, and "
+                "reads above the paper's range beyond its high end)"
             )
         tolerance = self.tolerance.describe(unit)
         parts = [] if tolerance == "exact" else [tolerance]
@@ -303,7 +349,33 @@ def load_claims(
                 _check_points(claim, points, place)
             seen[claim.id] = str(file)
             claims.append(claim)
+    _check_through(claims)
     return claims
+
+
+def _check_through(claims: list[Claim]) -> None:
+    """A claim read through another (scaling.through) names a claim of the same source, read from the
+    same table and metric, that is itself read directly (one chain, no loop)."""
+    by_id = {claim.id: claim for claim in claims}
+    for claim in claims:
+        through = claim.scaling.through if claim.scaling is not None else None
+        if through is None:
+            continue
+        where = f"bad claim file {claim.file}: claim {claim.id}: key scaling.through"
+        other = by_id.get(through)
+        if other is None:
+            raise GpureproError(f"{where}: '{through}' is no claim of the files read")
+        same = (other.paper, other.measure.table, other.measure.metric, other.unit) == (
+            claim.paper,
+            claim.measure.table,
+            claim.measure.metric,
+            claim.unit,
+        )
+        if not same or (other.scaling is not None and other.scaling.through is not None):
+            raise GpureproError(
+                f"{where}: '{through}' must be a claim of the same source, table, metric and unit that is "
+                "read directly (no scaling.through of its own)"
+            )
 
 
 def _check_hardware(claim: Claim, hardware: dict[str, Gpu], where: str) -> None:
@@ -397,7 +469,9 @@ def _claim(
         purpose=purpose,
         divide_by=_other_side(item, "divide_by", measure, where),
         subtract=_other_side(item, "subtract", measure, where),
-        scaling=Scaling(dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip())
+        scaling=Scaling(
+            dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip(), scaling.get("through")
+        )
         if scaling
         else None,
         direction=_direction(direction) if direction else None,
@@ -419,6 +493,31 @@ def _claim(
         plot=item.get("plot"),
         note=item.get("note"),
         campaign=_on_campaign(item["campaign"]) if "campaign" in item else None,
+        protocol=_protocol(item["protocol"]) if "protocol" in item else None,
+        not_counted=_words(item["not_counted"]) if "not_counted" in item else None,
+        revisions=tuple(
+            Revision(
+                str(r["date"]), _words(r["change"]), _words(r["why"]), _words(r["before"]), _words(r["after"])
+            )
+            for r in item.get("revisions", [])
+        ),
+    )
+
+
+def _words(text: str) -> str:
+    """A folded YAML text as one line."""
+    return " ".join(str(text).split())
+
+
+def _protocol(data: dict[str, Any]) -> Protocol:
+    return Protocol(
+        paper=_words(data["paper"]),
+        here=_words(data["here"]),
+        differences=tuple(
+            Difference(_words(d["what"]), bool(d["moves"]), _words(d["why"]))
+            for d in data.get("differences", [])
+        ),
+        quick=_words(data["quick"]) if "quick" in data else None,
     )
 
 

@@ -32,7 +32,8 @@ judging.py's, the words of the results statuses.py's, and the outcome's wording 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -45,7 +46,7 @@ from .judging import combined_interval, judge_values, order_step
 from .outcome import Outcome
 from .ranges import accepted_range, number
 from .reading import NotMeasured, Values, read, swept
-from .scaling import NoReference, scale_factor
+from .scaling import NoReference, datasheet_bridge, scale_factor
 from .statuses import (
     EXACT,
     NOT_COMPARABLE,
@@ -73,7 +74,8 @@ def evaluate(
     and plots (by name: plots/<name>.png -> the path to link) are given. `gpu_count`: GPUs the run had
     (default: those its tables name); `rules`: the rule that writes each table, for not-measured hints."""
     here = Here.of(tables, gpu_count)
-    judge = _Judge(here, tables, rules or {}, matching(hardware, here.gpu_names))
+    by_id = {claim.id: claim for claim in claims}
+    judge = _Judge(here, tables, rules or {}, matching(hardware, here.gpu_names), by_id)
     return [judge.outcome(claim, hardware, plots or {}) for claim in claims]
 
 
@@ -83,6 +85,7 @@ class _Judge:
     tables: dict[str, pd.DataFrame]
     rules: dict[str, str]
     here_gpu: Gpu | None  # this GPU's hardware entry (its datasheet), matched by NVML name
+    claims: dict[str, Claim]  # every claim judged, by id: a claim read through another finds it
 
     def outcome(self, claim: Claim, hardware: dict[str, Gpu], plots: dict[str, str]) -> Outcome:
         paper = tuple(hardware[gpu] for gpu in claim.gpus)
@@ -98,7 +101,19 @@ class _Judge:
         untestable = self._untestable(claim)
         if untestable:
             return result(NOT_TESTABLE, untestable, RELATIVE if claim.kind == RELATIVE else EXACT)
+        moving = claim.protocol.moving if claim.protocol is not None else ()
+        if moving:
+            differences = "; ".join(f"{d.what} ({d.why})" for d in moving)
+            return result(
+                NOT_COMPARABLE,
+                f"the workload here differs from the paper's in a way that moves the figure: {differences}",
+                RELATIVE if claim.kind == RELATIVE else EXACT,
+            )
         on_paper_gpu = any(gpu.matches(name) for gpu in paper for name in self.here.gpu_names)
+        if claim.kind != RELATIVE and not on_paper_gpu and claim.scaling is not None:
+            bridged = datasheet_bridge(claim.scaling, paper[0], self.here_gpu)
+            if bridged:
+                return self._through(claim, bridged, hardware, plots, result)
         off = None if on_paper_gpu else claim.off_paper_gpu
         if off is not None and off.reading == NOT_COMPARABLE_READING:
             # nothing to read: the figure belongs to the paper's GPU
@@ -134,7 +149,7 @@ class _Judge:
         if one_process:
             how = f"{how}; {one_process}"
         accepted = accepted_range(claim.expected, claim.tolerance, factor, uncertainty)
-        verdict, how = judge_values(claim, values, accepted, factor, how, p_value)
+        verdict, how = judge_values(claim, values, accepted, factor, how, p_value, uncertainty)
         detail = f"accepted {number(accepted[0])} to {number(accepted[1])}{claim.shown_unit}; {how}"
         return result(
             verdict,
@@ -145,6 +160,29 @@ class _Judge:
             factor=factor,
             processes=values.counts,
         )
+
+    def _through(
+        self,
+        claim: Claim,
+        bridged: str,
+        hardware: dict[str, Gpu],
+        plots: dict[str, str],
+        result: Callable[..., Outcome],
+    ) -> Outcome:
+        """A claim whose datasheet scaling bridges too far: the reading of the claim of the same table
+        its scaling.through names (one reading per table on one GPU), else not comparable."""
+        through = self.claims.get(claim.scaling.through) if claim.scaling and claim.scaling.through else None
+        if through is None:
+            return result(
+                NOT_COMPARABLE, f"{bridged}; no figure of the same table on a nearer GPU", OFF_PAPER
+            )
+        other = self.outcome(through, hardware, plots)
+        ratio = f"{claim.describe_expected()} on {claim.gpus[0]} and {through.describe_expected()}"
+        detail = (
+            f"{bridged}: read through {through.id}, the same table's figure on {other.describe_paper_gpus()} "
+            f"(the paper's own ratio between its GPUs: {ratio}): {other.detail}"
+        )
+        return replace(other, claim=claim, detail=detail, through=through.id)
 
     def _untestable(self, claim: Claim) -> str:
         """Why the run cannot test the claim though it measured: a population it does not hold (a

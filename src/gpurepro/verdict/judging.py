@@ -9,9 +9,11 @@ import math
 
 from .. import process_stats
 from .claims import Claim, Direction
-from .ranges import untestable_reason
+from .ranges import stated_high_end, untestable_reason
 from .reading import Values
 from .statuses import (
+    ABOVE_RANGE,
+    DIRECTION_ABOVE_RANGE,
     DIRECTION_FAILS,
     DIRECTION_OUTSIDE,
     DIRECTION_UNRESOLVED,
@@ -81,11 +83,22 @@ def judge_values(
     factor: float | None,
     how: str,
     p_value: float | None = None,
+    uncertainty: float = 0.0,
 ) -> tuple[str, str]:
     """The result for a claim's values against its accepted range (and its direction, if it has one;
-    from `p_value` where the direction is a test's)."""
+    from `p_value` where the direction is a test's). A range stated across the paper's models and GPUs
+    accepts its lower end and above; a figure above its stated high end reads above the paper's range."""
     untestable = untestable_reason(claim.expected, accepted, factor)
     magnitude = _inside(values, accepted)
+    stated_high = stated_high_end(claim.expected, claim.tolerance, factor, uncertainty)
+    above = None if stated_high is None else _inside(values, (-math.inf, stated_high))
+    above_words = (
+        f"above the paper's range: above {stated_high:.4g}, its stated high end widened by the tolerance; "
+        if stated_high is not None
+        else ""
+    )
+    if magnitude and stated_high is not None and above is None:
+        magnitude = None  # inside the accepted range, straddling the stated high end: unresolved
     if claim.direction is None:
         if untestable:
             return NOT_TESTABLE, f"{untestable}; {how}"
@@ -94,6 +107,8 @@ def judge_values(
                 NOT_RESOLVED,
                 f"the interval straddles an end of the accepted range; {_intervals(values)}{how}",
             )
+        if magnitude and above is False:
+            return ABOVE_RANGE, f"{above_words}{_intervals(values)}{how}"
         return (WITHIN if magnitude else OUTSIDE), f"{_intervals(values)}{how}"
     direction = claim.direction
     if direction.test is not None:
@@ -113,6 +128,8 @@ def judge_values(
         return DIRECTION_UNTESTED, f"magnitude not testable here: {untestable}; {text}"
     if magnitude is None:
         return DIRECTION_UNRESOLVED, f"magnitude inconclusive: the interval straddles an end; {text}"
+    if magnitude and above is False:
+        return DIRECTION_ABOVE_RANGE, f"magnitude {above_words}{text}"
     return (DIRECTION_WITHIN if magnitude else DIRECTION_OUTSIDE), text
 
 

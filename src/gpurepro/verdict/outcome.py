@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from ..hardware import Gpu
 from .claims import Claim
 from .ranges import number
-from .statuses import GRADE_OF, INCONCLUSIVE_RESULTS, NOT_COMPARABLE, SCALED, SHOWN, TRANSFERRED
+from .statuses import (
+    GRADE_OF,
+    INCONCLUSIVE_RESULTS,
+    INFO,
+    NOT_COMPARABLE,
+    SCALED,
+    SHOWN,
+    TRANSFERRED,
+    UNMEASURED,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,8 @@ class Outcome:
     # an ordering's points (positions in claim.order) in the steps it could not resolve: where more
     # processes can settle it (a resolved step needs none)
     unsettled: tuple[int, ...] = ()
+    # the claim of the same table whose reading this one took (scaling.through), if it took one
+    through: str | None = None
 
     @property
     def inconclusive(self) -> bool:
@@ -52,6 +63,11 @@ class Outcome:
         result = self.result
         if self.inconclusive:
             result += f" at {self.describe_processes() or 'an unrecorded number of processes'}"
+        measured = GRADE_OF[self.result] != UNMEASURED
+        if self.claim.not_counted and measured:
+            result += " (shown, not counted)"
+        if self.claim.revisions and measured:
+            result += f" (protocol revised {self.claim.revisions[-1].date})"
         if self.judged == SCALED:
             return f"scaled from {self.paper_gpus[0].name}: {result}"
         if self.judged == TRANSFERRED:
@@ -60,7 +76,10 @@ class Outcome:
 
     @property
     def grade(self) -> str:
-        return GRADE_OF[self.result]
+        """How far the result supports the claim (statuses.GRADE_OF); a claim shown but not counted
+        (claim.not_counted) is informational whatever it read, unless it was not measured."""
+        grade = GRADE_OF[self.result]
+        return INFO if self.claim.not_counted and grade != UNMEASURED else grade
 
     def describe_paper_gpus(self) -> str:
         return ", ".join(gpu.name for gpu in self.paper_gpus)

@@ -80,6 +80,17 @@ def accepted_range(
     return low, high
 
 
+def stated_high_end(
+    expected: Expected, tolerance: Tolerance, factor: float | None = None, uncertainty: float = 0.0
+) -> float | None:
+    """The highest figure a range stated across the paper's models and GPUs accepts, widened as the
+    accepted range is; None for any other claim. A figure above it reads above the paper's range."""
+    if expected.across is None or expected.stated_high is None:
+        return None
+    stated = Expected(low=expected.low, high=expected.stated_high)
+    return accepted_range(stated, tolerance, factor, uncertainty)[1]
+
+
 def _non_negative(expected: Expected) -> bool:
     low, _ = expected_ends(expected)
     return math.isfinite(low) and low >= 0 or expected.low is None and expected.value is None

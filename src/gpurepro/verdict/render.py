@@ -11,11 +11,11 @@ import re
 import pandas as pd
 
 from ..reference import REFERENCES
-from .claims import REGRESSION, REPRODUCTION
+from .claims import REGRESSION, REPRODUCTION, Claim
 from .here import Here
 from .measured import HowMeasured
 from .outcome import Outcome
-from .statuses import GRADES, HELD, INFO, NOT_HELD, PARTLY, UNMEASURED, UNRESOLVED, UNTESTABLE
+from .statuses import GRADES, HELD, INFO, NOT_HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED, UNTESTABLE
 from .summary import PaperVerdict, paper_verdicts, regression_counts
 
 COLUMNS = [
@@ -230,6 +230,7 @@ def _details(outcomes: list[Outcome]) -> list[str]:
             lines.append(f"- scaled to another GPU: {c.scaling.why}")
         if c.direction is not None:
             lines.append(f"- direction: the value is {c.direction.describe()}")
+        lines += _protocol_lines(c)
         lines.append(f"- result: {o.detail}")
         if c.note:
             lines.append(f"- note: {c.note}")
@@ -238,6 +239,27 @@ def _details(outcomes: list[Outcome]) -> list[str]:
         if c.source.get("note"):
             lines.append(f"- about the source: {c.source['note']}")
         lines.append("")
+    return lines
+
+
+def _protocol_lines(claim: Claim) -> list[str]:
+    """The paper's workload beside ours and each difference; why a reading is not counted; revisions."""
+    lines: list[str] = []
+    protocol = claim.protocol
+    if protocol is not None:
+        lines += [f"- the paper measured: {protocol.paper}", f"- measured here: {protocol.here}"]
+        for difference in protocol.differences:
+            effect = "moves the figure" if difference.moves else "does not move the figure"
+            lines.append(f"- difference ({effect}): {difference.what}; {difference.why}")
+        if protocol.quick:
+            lines.append(f"- a quick run reduces: {protocol.quick}")
+    if claim.not_counted:
+        lines.append(f"- shown, not counted toward the paper's verdict: {claim.not_counted}")
+    for revision in claim.revisions:
+        lines.append(
+            f"- revised {revision.date}: {revision.change} ({revision.why}); before: {revision.before}; "
+            f"after: {revision.after}"
+        )
     return lines
 
 
@@ -265,6 +287,7 @@ def markdown(
         "",
         *_papers_table(paper_verdicts(outcomes)),
         "",
+        *_workloads(papers),
         HOW_JUDGED,
         "",
         "## Claims of the papers",
@@ -282,6 +305,61 @@ def markdown(
         "",
         *_details(outcomes),
     ]
+    return "\n".join(lines)
+
+
+def _workloads(outcomes: list[Outcome]) -> list[str]:
+    """What each paper's testable readings rest on: the workload measured here for its claims that state
+    their protocol, the differences from the paper's, and what a quick run reduces of it."""
+    rests: dict[str, dict[str, list[str]]] = {}
+    for o in outcomes:
+        protocol = o.claim.protocol
+        if protocol is None or o.grade not in TESTABLE:
+            continue
+        here = f"{protocol.here}" + (f" (a quick run: {protocol.quick})" if protocol.quick else "")
+        rests.setdefault(o.claim.paper, {}).setdefault(here, []).append(o.claim.id)
+    if not rests:
+        return []
+    lines = [
+        "What the testable readings rest on (each claim's protocol beside the paper's: Claims in detail):",
+        "",
+    ]
+    for paper, workloads in rests.items():
+        for here, ids in workloads.items():
+            lines.append(f"- {paper}: {here} ({', '.join(ids)})")
+    return [*lines, ""]
+
+
+PROTOCOL_TABLE_HEAD = (
+    "| claim | the paper measured | measured here | differences | read | revisions |",
+    "|---|---|---|---|---|---|",
+)
+
+
+def protocol_table(claims: list[Claim]) -> str:
+    """Every claim's protocol as one Markdown table (docs/verdict.md holds it): the paper's workload,
+    ours, each difference (marked where it moves the figure), how the claim is read, and its revisions."""
+    lines = list(PROTOCOL_TABLE_HEAD)
+    for claim in claims:
+        protocol = claim.protocol
+        differences = (
+            "; ".join(f"{'**moves**: ' if d.moves else ''}{d.what}" for d in protocol.differences)
+            if protocol is not None
+            else ""
+        )
+        read = claim.kind + (f", not counted: {claim.not_counted}" if claim.not_counted else "")
+        if claim.scaling is not None and claim.scaling.through:
+            read += f", through {claim.scaling.through} beyond one generation"
+        revisions = "; ".join(f"{r.date}: {r.change}" for r in claim.revisions)
+        cells = [
+            f"`{claim.id}`",
+            protocol.paper if protocol else "(not stated)",
+            protocol.here if protocol else "(not stated)",
+            differences or "none named",
+            read,
+            revisions or "none",
+        ]
+        lines.append("| " + " | ".join(map(_cell, cells)) + " |")
     return "\n".join(lines)
 
 

@@ -98,3 +98,26 @@ def scale_factor(
     if not math.isfinite(factor) or factor <= 0:
         raise NoReference(f"the scaling from {paper_gpu.name} gave no usable factor ({how})")
     return Factor(factor, how, tuple(scaling.exponents))
+
+
+# GPU generations a datasheet scaling may bridge: the rule was checked on published pairs one generation
+# apart (NVIDIA's V100 and A100 figures of one table: 15% over); beyond, it has never been checked.
+MAX_DATASHEET_GENERATIONS = 1
+
+
+def datasheet_bridge(scaling: Scaling, paper_gpu: Gpu, here_gpu: Gpu | None) -> str:
+    """Why a scaling from datasheets alone bridges too far to judge by itself ("" where it does not): it
+    takes some rate datasheet against datasheet (the paper's GPU has no measured rate of it) across
+    more than MAX_DATASHEET_GENERATIONS GPU generations. A scaling through rates measured on both GPUs,
+    or between GPUs of unknown generation, is left as it is."""
+    datasheet = [ref for ref in scaling.exponents if paper_gpu.rates[ref].measured is None]
+    if not datasheet or here_gpu is None or paper_gpu.generation is None or here_gpu.generation is None:
+        return ""
+    bridged = abs(here_gpu.generation - paper_gpu.generation)
+    if bridged <= MAX_DATASHEET_GENERATIONS:
+        return ""
+    return (
+        f"a datasheet scaling from {paper_gpu.name} (compute capability {paper_gpu.compute_capability}) to "
+        f"{here_gpu.name} ({here_gpu.compute_capability}) bridges {bridged} GPU generations; the rule was "
+        f"checked on published pairs {MAX_DATASHEET_GENERATIONS} generation apart only"
+    )

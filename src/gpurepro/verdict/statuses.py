@@ -5,9 +5,11 @@ They are the verdict's vocabulary: the judge (evaluate.py, judging.py) picks a r
 summary.py) count and show them. Kept apart so that each of those reads the same words from one place.
 
 A magnitude reads *consistent* (its interval inside the accepted range), *inconsistent* (outside) or
-*inconclusive* (the interval straddles an end; the outcome adds "at n processes"). An inconclusive
-reading neither holds nor partly holds: it waits for more processes. *Partly held* has one meaning: the
-direction holds and the magnitude is inconsistent.
+*inconclusive* (the interval straddles an end; the outcome adds "at n processes"); against a range the
+paper states across its models and GPUs, a figure wholly above the range reads *above the paper's range*.
+An inconclusive reading neither holds nor partly holds: it waits for more processes. *Partly held* means
+the direction holds and the magnitude is inconsistent, or above the paper's range. A direction whose
+magnitude is not testable here is shown but not counted: it tests no figure the paper found.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ DIRECTION_WITHIN = "direction holds, magnitude consistent"
 DIRECTION_OUTSIDE = "direction holds, magnitude inconsistent"
 DIRECTION_UNTESTED = "direction holds, magnitude not testable here"
 DIRECTION_UNRESOLVED = "direction holds, magnitude inconclusive"
+# a range the paper states across its models and GPUs, exceeded: news a reviewer must see, not a match
+DIRECTION_ABOVE_RANGE = "direction holds, magnitude above the paper's range"
+ABOVE_RANGE = "above the paper's range"
 DIRECTION_FAILS = "direction does not hold"
 ORDER_HOLDS = "order holds"
 ORDER_FAILS = "order does not hold"
@@ -27,6 +32,9 @@ NOT_TESTABLE = "not testable here"
 NOT_COMPARABLE = "not comparable"
 SHOWN = "informational"
 NOT_MEASURED = "not measured"
+
+# The results above a range the paper states: the paper's headline line counts them.
+ABOVE_RESULTS = (DIRECTION_ABOVE_RANGE, ABOVE_RANGE)
 
 # The results that wait for more processes: the outcome says at how many processes they stand.
 INCONCLUSIVE_RESULTS = (NOT_RESOLVED, DIRECTION_UNRESOLVED)
@@ -39,10 +47,12 @@ GRADES = (HELD, PARTLY, NOT_HELD, UNRESOLVED, UNTESTABLE, INFO, UNMEASURED)  # i
 GRADE_OF = {
     WITHIN: HELD,
     DIRECTION_WITHIN: HELD,
-    # the direction could fail and did not; the magnitude the claim's own tolerance declares untestable
-    DIRECTION_UNTESTED: HELD,
+    # a direction alone tests no magnitude the paper found: shown, not counted toward "reproduced"
+    DIRECTION_UNTESTED: UNTESTABLE,
     ORDER_HOLDS: HELD,
     DIRECTION_OUTSIDE: PARTLY,
+    DIRECTION_ABOVE_RANGE: PARTLY,
+    ABOVE_RANGE: PARTLY,
     OUTSIDE: NOT_HELD,
     DIRECTION_FAILS: NOT_HELD,
     ORDER_FAILS: NOT_HELD,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .claims import REGRESSION, REPRODUCTION
 from .outcome import Outcome
-from .statuses import GRADES, HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED
+from .statuses import ABOVE_RESULTS, GRADES, HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED
 
 REPRODUCED = "reproduced"
 PARTIALLY = "partially reproduced"
@@ -28,6 +28,8 @@ class PaperVerdict:
     counts: Counter
     # why claims were not measured, each reason once with the ids of the claims it kept out
     unmeasured: tuple[tuple[str, tuple[str, ...]], ...]
+    # claims whose figure lies above a range the paper states (news the headline must carry)
+    above_range: int = 0
 
     @property
     def testable(self) -> int:
@@ -43,6 +45,7 @@ class PaperVerdict:
         claims testable here, 1 inconclusive)': an inconclusive claim neither holds nor lowers it."""
         inconclusive = self.counts[UNRESOLVED]
         more = f", {inconclusive} inconclusive" if inconclusive else ""
+        more += f", {self.above_range} above the paper's range" if self.above_range else ""
         return f"{self.verdict} ({self.testable} of {self.total} claims testable here{more})"
 
     def describe_counts(self) -> str:
@@ -82,8 +85,9 @@ def _paper(paper: str, outcomes: list[Outcome]) -> PaperVerdict:
     for outcome in outcomes:
         if outcome.grade == UNMEASURED:
             reasons.setdefault(outcome.detail, []).append(outcome.claim.id)
+    above = sum(outcome.result in ABOVE_RESULTS for outcome in outcomes)
     return PaperVerdict(
-        paper, verdict_of(counts), counts, tuple((w, tuple(ids)) for w, ids in reasons.items())
+        paper, verdict_of(counts), counts, tuple((w, tuple(ids)) for w, ids in reasons.items()), above
     )
 
 
