@@ -1195,3 +1195,14 @@ def test_the_scaling_rule_holds_on_every_published_pair_it_may_bridge() -> None:
         assert abs(check.error) < check.older.scaling.uncertainty, check.describe()
     (one_gpu,) = [c for c in checks if c.older.id.endswith("1gpu")]
     assert one_gpu.error == pytest.approx(2.38 / 2.058 - 1, abs=0.01)  # 15% over NVIDIA's own 2.06x
+
+
+def test_docs_list_every_claims_protocol_as_the_claim_files_state_it() -> None:
+    """docs/verdict.md's protocol table is the one the claim files make, so it cannot drift from them;
+    every shipped claim states the paper's workload beside ours."""
+    claims = load_claims([ROOT / "config" / "expected"], SCHEMA)
+    assert all(claim.protocol is not None for claim in claims), [c.id for c in claims if c.protocol is None]
+    page = (ROOT / "docs" / "verdict.md").read_text()
+    begin, end = "<!-- protocol-table: begin -->\n", "\n<!-- protocol-table: end -->"
+    shown = page[page.index(begin) + len(begin) : page.index(end)]
+    assert shown == render.protocol_table(claims), "rerun render.protocol_table into docs/verdict.md"

@@ -133,6 +133,8 @@ def test_a_range_across_the_papers_models_and_gpus_is_judged_as_stated(
         )
     else:
         assert "above the paper's range" not in paper.headline
+    if result == DIRECTION_UNRESOLVED:
+        assert "straddles the paper's stated high end (12.65 with the tolerance)" in read.detail
 
 
 def _variability(p_value: float, gpus: int = 2, spread: tuple[float, float, float] = (1.0, 0.5, 1.5)):

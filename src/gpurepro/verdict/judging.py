@@ -97,8 +97,10 @@ def judge_values(
         if stated_high is not None
         else ""
     )
+    end = "an end"
     if magnitude and stated_high is not None and above is None:
         magnitude = None  # inside the accepted range, straddling the stated high end: unresolved
+        end = f"the paper's stated high end ({stated_high:.4g} with the tolerance)"
     if claim.direction is None:
         if untestable:
             return NOT_TESTABLE, f"{untestable}; {how}"
@@ -127,7 +129,7 @@ def judge_values(
     if untestable:
         return DIRECTION_UNTESTED, f"magnitude not testable here: {untestable}; {text}"
     if magnitude is None:
-        return DIRECTION_UNRESOLVED, f"magnitude inconclusive: the interval straddles an end; {text}"
+        return DIRECTION_UNRESOLVED, f"magnitude inconclusive: the interval straddles {end}; {text}"
     if magnitude and above is False:
         return DIRECTION_ABOVE_RANGE, f"magnitude {above_words}{text}"
     return (DIRECTION_WITHIN if magnitude else DIRECTION_OUTSIDE), text
