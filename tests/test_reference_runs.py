@@ -1,0 +1,61 @@
+"""The reference run shipped in reference-runs/ and the README's first screen: the archive verifies and
+compares with a run of its own as `gpurepro compare` and `snakemake compare` take it, and the README
+stays a first screen whose setup commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+import tarfile
+from pathlib import Path
+
+import pandas as pd
+
+from .conftest import ROOT, run_gpurepro, run_snakemake
+
+ARCHIVE = ROOT / "reference-runs" / "h200-quick-2026-11-28.tar.gz"
+
+
+def test_the_reference_run_compares_with_itself_as_the_same_within_noise(tmp_path: Path) -> None:
+    with tarfile.open(ARCHIVE) as packed:
+        packed.extractall(tmp_path / "b", filter="data")
+    (unpacked,) = [p.parent for p in (tmp_path / "b").rglob("verdict.csv")]
+    verdict = pd.read_csv(unpacked / "verdict.csv")
+    assert len(verdict) == 45 and {"NVIDIA H200"} <= set(
+        verdict["measured_on"].dropna().str.split(" \\(").str[0]
+    )
+    result = run_gpurepro("compare", str(ARCHIVE), str(unpacked), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    said = re.search(r"(\d+) same within noise(.*?); wrote", result.stdout + result.stderr)
+    assert said and int(said[1]) > 250 and said[2] == "", result.stdout + result.stderr
+
+
+def test_snakemake_compare_takes_the_reference_archive(workflow_copy: Path) -> None:
+    (workflow_copy / "reference-runs").mkdir()
+    for path in ARCHIVE.parent.glob(f"{ARCHIVE.name}*"):
+        (workflow_copy / "reference-runs" / path.name).write_bytes(path.read_bytes())
+    planned = run_snakemake(
+        "compare",
+        "-n",
+        "--cores",
+        "1",
+        "--config",
+        f"compare_with=reference-runs/{ARCHIVE.name}",
+        cwd=workflow_copy,
+    )
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert "rule compare:" in planned.stdout + planned.stderr
+
+
+def test_the_readme_is_a_first_screen_whose_setup_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    setup = "python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e ."
+    assert setup in readme and "pip install -c constraints.txt -e '.[test]' && python -m pytest" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv" in ci and "pip install -q -c constraints.txt -e '.[test]'" in ci
+    pinned = dict(
+        line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line
+    )
+    assert {"torch", "snakemake", "pandas", "transformers", "timm"} <= set(pinned)
+    for page in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / page).is_file(), page
