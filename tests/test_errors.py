@@ -92,6 +92,13 @@ def test_compare_without_compare_with_says_how_to_set_it(workflow_copy: Path) ->
     _failed_plainly(_dry_run(workflow_copy, target="compare"), message)
 
 
+def test_build_kernels_on_the_cpu_profile_says_it_needs_a_gpu_profile(workflow_copy: Path) -> None:
+    message = "gpurepro: build_kernels needs a GPU profile; profile cpu has no cuda_arch"
+    result = _dry_run(workflow_copy, target="build_kernels")
+    _failed_plainly(result, message)
+    assert "ARCH=None" not in result.stdout + result.stderr
+
+
 def _packed_run(tmp_path: Path) -> Path:
     archive = tmp_path / "packed" / "lastmonth.tar.gz"
     assert main(["pack", str(make_run(tmp_path / "results-lastmonth")), "--out", str(archive)]) == 0

@@ -5,14 +5,22 @@
 # running the workflow (pip install -e '.[kernels]'); under docker, from the image's python3.
 
 KERNEL_BUILD = f"build/kernels/{PROFILE['cuda_arch']}"
+# A profile without a CUDA arch (cpu) has nothing to build for: planning the target stops, saying so,
+# rather than running make with ARCH=None.
+NO_KERNEL_ARCH = (
+    f"gpurepro: build_kernels needs a GPU profile; profile {DEVICE} has no cuda_arch. Name one, e.g. "
+    "snakemake build_kernels --cores 1 --config device=h100"
+)
 KERNEL_PYTHON = "python3" if container_exec([]) else sys.executable
 
 
 rule build_kernels:
     input:
-        sorted(
+        lambda wildcards: sorted(
             str(p) for p in Path(workflow.basedir, "kernels").iterdir() if p.is_file()
-        ),
+        )
+        if PROFILE["cuda_arch"]
+        else stop_planning(NO_KERNEL_ARCH),
         **container_input(),
     output:
         sgemm=f"{KERNEL_BUILD}/sgemm",
