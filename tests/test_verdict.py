@@ -24,6 +24,7 @@ from gpurepro.verdict import render, summary
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
+from gpurepro.verdict.measured import HowMeasured
 from gpurepro.verdict.pairs import published_pairs
 from gpurepro.verdict.ranges import untestable_reason
 from gpurepro.verdict.scaling import MAX_DATASHEET_GENERATIONS, scale_factor
@@ -1206,3 +1207,22 @@ def test_docs_list_every_claims_protocol_as_the_claim_files_state_it() -> None:
     begin, end = "<!-- protocol-table: begin -->\n", "\n<!-- protocol-table: end -->"
     shown = page[page.index(begin) + len(begin) : page.index(end)]
     assert shown == render.protocol_table(claims), "rerun render.protocol_table into docs/verdict.md"
+
+
+def test_the_per_paper_lines_say_what_the_testable_readings_rest_on(hardware_dir: Path) -> None:
+    """Under the per-paper table: the workload measured here for each testable claim, and a quick run's
+    reductions where the run was quick (or its plan is unknown), never for a full run."""
+    protocol = {
+        "paper": "ResNet-18 on a V100",
+        "here": "ResNet-18 at 64 px",
+        "quick": "three processes a point",
+    }
+    read = outcome_of(
+        claim(protocol=protocol), {"sgemm": sgemm_table([("torch", 8192, "rate", 50.0)])}, hardware_dir
+    )
+    assert read.grade == HELD
+    here = Here.of({"sgemm": sgemm_table([])})
+    line = "- a paper: ResNet-18 at 64 px (a quick run: three processes a point) (h200-rate)"
+    assert line in render.markdown([read], "h200", here, HowMeasured(plan="quick"))
+    full = render.markdown([read], "h200", here, HowMeasured(plan="full"))
+    assert "- a paper: ResNet-18 at 64 px (h200-rate)" in full and "a quick run:" not in full

@@ -287,7 +287,7 @@ def markdown(
         "",
         *_papers_table(paper_verdicts(outcomes)),
         "",
-        *_workloads(papers),
+        *_workloads(papers, quick=(measured or HowMeasured()).plan != "full"),
         HOW_JUDGED,
         "",
         "## Claims of the papers",
@@ -308,15 +308,15 @@ def markdown(
     return "\n".join(lines)
 
 
-def _workloads(outcomes: list[Outcome]) -> list[str]:
+def _workloads(outcomes: list[Outcome], quick: bool = True) -> list[str]:
     """What each paper's testable readings rest on: the workload measured here for its claims that state
-    their protocol, the differences from the paper's, and what a quick run reduces of it."""
+    their protocol, and, unless the run is known to be a full one, what a quick run reduces of it."""
     rests: dict[str, dict[str, list[str]]] = {}
     for o in outcomes:
         protocol = o.claim.protocol
         if protocol is None or o.grade not in TESTABLE:
             continue
-        here = f"{protocol.here}" + (f" (a quick run: {protocol.quick})" if protocol.quick else "")
+        here = protocol.here + (f" (a quick run: {protocol.quick})" if quick and protocol.quick else "")
         rests.setdefault(o.claim.paper, {}).setdefault(here, []).append(o.claim.id)
     if not rests:
         return []

@@ -1,0 +1,75 @@
+"""The claim groups: the measuring points one claim compares, which share a GPU within a round.
+
+Two cards of one model differ (SGEMM rates 1.9% [1.4, 2.4] apart across four H100s of one node started
+within 0.1 ms; SC22 saw cards 1.5x slower than their cluster's median). A claim read as a ratio or a
+difference of points cancels its card's offset only where both sides ran on the same card, and a process
+is paired with the other side's process of the same round (process_stats.ratio_interval). So a group is
+placed per round (the `run` wildcard: round r of a sweep runs before round r + 1, rounds.py), and may
+move between rounds, where a card's offset widens the interval instead of biasing it.
+
+Groups are named from a job's rule and wildcards alone, so the Snakemake rules, the estimate and a
+cluster's job groups read the same groups:
+
+- DeiT and BERT by (batch, precision): the claims order the models (DeiT-T < S < B; BERT-B s128 < s384 <
+  BERT-L s320), take differences (DeiT-B's energy above active idle less DeiT-T's) and set eager beside
+  the CUDA-graph replay (the host's share of eager latency), each at one batch and precision. No claim
+  compares DeiT with BERT, so the families are groups of their own.
+- HFTA by (workload, precision): the speedups set the fused array beside serial, concurrent and MPS
+  training, over B and step kinds, of one workload at one precision.
+- SGEMM and the reference rates as one group: tiled against cuBLAS at each N, and every absolute SGEMM
+  rate scaled by the reference job's measured FP32 GEMM rate (measured against measured, like for
+  like), which cancels the card's offset only on the same card. The group is pinned to the first
+  selected GPU (packing.pin), where DDP's one-GPU run measures too (training.plan.ddp_gpu_claims takes
+  the first k GPUs): its images/s are scaled by the same job's FP16 GEMM rate and memory bandwidth.
+  The scaled HFTA figure (fused B=32) runs on another card; rates per GPU (issue 60, item 5) close that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Measuring rule -> (study, the wildcards whose values name its group). Other rules are placed as
+# before: the variability node job and DDP hold the GPUs they drive, profiling the first one.
+GROUP_WILDCARDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "infer_deit": ("deit", ("batch", "precision")),
+    "infer_bert": ("bert", ("batch", "precision")),
+    "hfta_point": ("hfta", ("net", "precision")),
+    "sgemm_run": ("sgemm", ()),
+    "reference_run": ("sgemm", ()),
+}
+# The group whose GPU is fixed (the first selected): see the module's docstring.
+REFERENCE_GROUP = "sgemm"
+# The round of the processes a claim asks for after the planned rounds (more_processes.smk): a point's
+# next run number, which differs between the points of a group (a GPU-bound point's third process runs
+# beside a host-paced point's sixth), so they are placed by their group alone (packing.Placement.gpu).
+EXTRA_ROUND = 0
+
+
+@dataclass(frozen=True, order=True)
+class Slot:
+    """A claim group in one round: what is placed on one GPU."""
+
+    group: str
+    round: int
+
+
+def group_of(rule: str, wildcards: Mapping[str, Any]) -> str | None:
+    """The claim group of a job ('deit/batch=1/precision=fp16'); None for a rule that is not placed."""
+    if rule not in GROUP_WILDCARDS:
+        return None
+    study, names = GROUP_WILDCARDS[rule]
+    return "/".join([study, *(f"{name}={wildcards[name]}" for name in names)])
+
+
+def slot_of(rule: str, wildcards: Mapping[str, Any]) -> Slot | None:
+    """The group and round of a planned job (a rule without `run` has one round)."""
+    group = group_of(rule, wildcards)
+    return None if group is None else Slot(group, int(wildcards.get("run", 1)))
+
+
+def job_key(rule: str, wildcards: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A job as the plan names it: its rule and wildcards as strings (Snakemake's are strings, the
+    sweeps' lists hold numbers)."""
+    return rule, tuple(sorted((name, str(value)) for name, value in wildcards.items()))
