@@ -27,6 +27,7 @@ from gpurepro.hardware import load_hardware
 from gpurepro.inference.summary import PROCESS_KEYS
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.statuses import GRADE_OF
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("inference_deit", "inference_bert")
@@ -78,12 +79,13 @@ def main() -> None:
     for folder in args.results:
         paths = {name: Path(folder) / "tables" / f"{name}.csv" for name in FAMILIES}
         study = {name: pd.read_csv(path) for name, path in paths.items() if path.is_file()}
-        own = {o.claim.id: o.grade for o in evaluate(claims, tables_of(study), hardware)}
+        # each reading's own grade: a claim shown but not counted (an order by size) still reads held or not
+        own = {o.claim.id: GRADE_OF[o.result] for o in evaluate(claims, tables_of(study), hardware)}
         counts: dict[str, collections.Counter[str]] = {c.id: collections.Counter() for c in claims}
         for _ in range(args.resamples):
             again = {name: redraw(table, rng, args.processes) for name, table in study.items()}
             for outcome in evaluate(claims, tables_of(again), hardware):
-                counts[outcome.claim.id][outcome.grade] += 1
+                counts[outcome.claim.id][GRADE_OF[outcome.result]] += 1
         for claim in claims:
             shares = ", ".join(
                 f"{grade} {_share(n / args.resamples)}" for grade, n in counts[claim.id].most_common()
