@@ -16,11 +16,15 @@ KERNEL_PYTHON = "python3" if container_exec([]) else sys.executable
 
 rule build_kernels:
     input:
-        lambda wildcards: sorted(
-            str(p) for p in Path(workflow.basedir, "kernels").iterdir() if p.is_file()
-        )
-        if PROFILE["cuda_arch"]
-        else stop_planning(NO_KERNEL_ARCH),
+        lambda wildcards: (
+            sorted(
+                str(p)
+                for p in Path(workflow.basedir, "kernels").iterdir()
+                if p.is_file()
+            )
+            if PROFILE["cuda_arch"]
+            else stop_planning(NO_KERNEL_ARCH)
+        ),
         **container_input(),
     output:
         sgemm=f"{KERNEL_BUILD}/sgemm",
