@@ -34,6 +34,8 @@ include: "workflow/rules/more_processes.smk"
 include: "workflow/rules/report.smk"
 # Not in `all`: this run against another (snakemake compare --config compare_with=<results folder>).
 include: "workflow/rules/compare.smk"
+# Which GPU measures each claim group (the measuring rules above read it when their jobs are planned).
+include: "workflow/rules/placement.smk"
 # The estimate of the planned jobs' wall time, printed before they start.
 include: "workflow/rules/runplan.smk"
 

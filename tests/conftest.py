@@ -101,18 +101,23 @@ WORKFLOW_FILES = [
 ]  # fmt: skip
 
 
+def copy_workflow(folder: Path) -> Path:
+    """The files the workflow reads, copied into `folder` (see workflow_copy)."""
+    for item in WORKFLOW_FILES:
+        source = ROOT / item
+        if source.is_dir():
+            shutil.copytree(source, folder / item, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, folder / item)
+    return folder
+
+
 @pytest.fixture
 def workflow_copy(tmp_path: Path) -> Path:
     """A copy of the workflow to run Snakemake in, dry-runs too: in the checkout a plan would read the
     user's results/ (complete outputs plan nothing; earlier benchmark files change the estimate), and a
     run would write into it."""
-    for item in WORKFLOW_FILES:
-        source = ROOT / item
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / item, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, tmp_path / item)
-    return tmp_path
+    return copy_workflow(tmp_path)
 
 
 def run_gpurepro(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ CAMPAIGN_NODES = campaign_plan.select_nodes(
     CAMPAIGN["nodes"], CAMPAIGN["partition"], CAMPAIGN["node_count"]
 )
 if CAMPAIGN_NODES and not CLUSTER:
-    raise WorkflowError(
+    stop_planning(
         f"campaign.nodes names {len(CAMPAIGN_NODES)} node(s), and jobs run here: run the campaign with "
         "--profile profiles/slurm, or leave campaign.nodes and campaign.partition empty to measure this "
         "machine alone"

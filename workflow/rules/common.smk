@@ -23,12 +23,25 @@ from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 
 
+# set when the run stopped with a message: nothing is estimated after it
+PLANNING_STOPPED = []
+
+
+def stop_planning(message):
+    """Stop the run with `message` alone on stderr, exit status 1: bad config or profile at start, a
+    target that cannot be planned, raw data a run would replace. Snakemake would show a WorkflowError
+    with its file lines, an input function's exception with its traceback, and a dry-run's estimate
+    (runplan.smk) after either."""
+    PLANNING_STOPPED.append(message)
+    sys.exit(message)
+
+
 def validated(data, schema, what):
     """snakemake.utils.validate, with the failing key, value and allowed values said first, in one line."""
     try:
         validate(data, str(SCHEMAS / schema))
-    except WorkflowError as err:
-        raise WorkflowError(f"{what}: {first_error(data, SCHEMAS / schema)}") from err
+    except WorkflowError:
+        stop_planning(f"{what}: {first_error(data, SCHEMAS / schema)}")
 
 
 config.update({key: coerce_cli_scalars(value) for key, value in config.items()})
@@ -48,7 +61,7 @@ def detected_gpus():
         return gpus
     missing = sorted(set(config["gpus"]) - {g.index for g in gpus})
     if missing:
-        raise WorkflowError(
+        stop_planning(
             f"config gpus={config['gpus']}: GPU(s) {missing} do not exist here; "
             f"NVML sees indices {[g.index for g in gpus]}"
         )
@@ -66,14 +79,14 @@ def resolve_device():
     if config["device"] != "auto":
         return config["device"]
     if CLUSTER:
-        raise WorkflowError(
+        stop_planning(
             "device=auto with cluster.enabled: the GPUs are on the compute nodes, not here; name the "
             "profile, e.g. --config device=h100"
         )
     try:
         return profiles.pick_profile(detected_gpus())
     except GpureproError as err:
-        raise WorkflowError(f"device=auto: {err}")
+        stop_planning(f"device=auto: {err}")
 
 
 DEVICE = resolve_device()
@@ -113,17 +126,6 @@ os.environ.update(
 
 
 FORK_SERVER = []  # the run's fork server, once onstart has started it
-PLANNING_STOPPED = (
-    []
-)  # set when planning stopped with a message: nothing is estimated after it
-
-
-def stop_planning(message):
-    """Stop while planning with `message` alone: Snakemake shows an exception raised in an input
-    function with its traceback, and the dry-run's estimate (runplan.smk) would follow it.
-    """
-    PLANNING_STOPPED.append(message)
-    sys.exit(message)
 
 
 def fork_server_wanted():
@@ -151,7 +153,7 @@ onstart:
     # Checked once the executor is known (a dry-run plans without one): cluster.enabled measures GPU 0 of
     # each job's own allocation, which is only right where the scheduler gives each job its own GPU.
     if IS_GPU and workflow.non_local_exec != CLUSTER:
-        raise WorkflowError(
+        stop_planning(
             "cluster.enabled is off but jobs go to a cluster executor: run with --profile profiles/slurm "
             "(it sets cluster.enabled), or add cluster={enabled: true} to your --configfile"
             if workflow.non_local_exec
@@ -161,6 +163,8 @@ onstart:
     # first: nothing measured is replaced unless asked for (runplan.smk)
     guard_raw_data()
     print_estimate()
+    # which GPU measures each claim group, round by round (placement.smk)
+    write_placement()
     # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
     provenance.record_config(config, Path(RESULTS), CONFIG_HASH)
     # the levels cool-downs end at are learned afresh by each run (telemetry/cooldown.py)
@@ -212,6 +216,59 @@ def all_gpus_resources():
     return {**{f"gpu_{g}": 1 for g in GPUS}, "gpu": len(GPUS)} if IS_GPU else {}
 
 
+# Claim-affine placement (gpurepro/placement, placement.smk): the points one claim compares (a claim
+# group) share a GPU within a round, and with two or more GPUs here the groups are packed onto them. One
+# GPU keeps every point on it, as measure_resources() does; the cpu profile and a cluster keep
+# measure_resources() and JOB_GPU.
+LOCAL_GPUS = IS_GPU and not CLUSTER
+PLACED = LOCAL_GPUS and len(GPUS) > 1 and config["placement"] == "claim_groups"
+
+
+def placed_resources(rule):
+    """measure_resources for the measuring jobs of `rule`, placed by claim group (a claim group's jobs
+    of one round share a GPU): each takes `gpu_<g>` of its group's GPU (job_placement, placement.smk).
+    """
+    if not PLACED:
+        return measure_resources()
+    claims = {
+        f"gpu_{g}": (
+            lambda wildcards, g=g: int(
+                job_placement().gpu(rule, dict(wildcards.items())) == g
+            )
+        )
+        for g in GPUS
+    }
+    return {**claims, "gpu": 1}
+
+
+def placed_host_gpu(wildcards, resources):
+    """The GPU a placed job measures: the one whose `gpu_<g>` it holds. A param derived from resources,
+    so the GPU a point ran on is no reason to measure it again: Snakemake reruns a job whose params
+    changed, not one whose resources did (another GPU selection places the groups anew).
+    """
+    return next((g for g in GPUS if getattr(resources, f"gpu_{g}", 0)), MEASURE_GPU)
+
+
+def placed_job_gpu(wildcards, resources):
+    """The GPU a placed job's command names: placed_host_gpu, or 0 inside a Docker job (as JOB_GPU)."""
+    return CONTAINERS.job_gpu(placed_host_gpu(wildcards, resources))
+
+
+def placed_params():
+    """The params of a placed rule's GPU: `gpu`, the one its command names, and on this machine's GPUs
+    `host_gpu`, the host's index (a Docker job's --gpus). The cpu profile and a cluster take JOB_GPU, as
+    they did: there a param read from resources would have Snakemake size inputs while planning.
+    """
+    if not LOCAL_GPUS:
+        return {"gpu": JOB_GPU}
+    return {"gpu": placed_job_gpu, "host_gpu": placed_host_gpu}
+
+
+def placed_container_exec():
+    """container_exec for a placed rule: its job's own GPU (params.host_gpu) on this machine's GPUs."""
+    return container_exec("{params.host_gpu}" if LOCAL_GPUS else MEASURE_GPU)
+
+
 def per_gpu_resources():
     """measure_resources for rules with a {gpu} wildcard: the job takes the resource of its own GPU."""
     if not IS_GPU:
@@ -250,12 +307,12 @@ def check_inference_points(key, precisions, modes):
     where there is no GPU."""
     unsupported = sorted(set(precisions) - set(PROFILE["precisions"]))
     if unsupported:
-        raise WorkflowError(
+        stop_planning(
             f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: precisions {unsupported} "
             f"not in the profile's precisions {PROFILE['precisions']}"
         )
     if not IS_GPU and "cudagraph" in modes:
-        raise WorkflowError(
+        stop_planning(
             f"bad device profile config/devices/{DEVICE}.yaml: key inference.{key}: cudagraph needs a GPU"
         )
 

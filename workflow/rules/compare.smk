@@ -16,7 +16,7 @@ COMPARE_DIR = default_out(COMPARE_WITH or "unset", RESULTS, config["results_dir"
 try:
     BASELINE = baseline_files(COMPARE_WITH) if COMPARE_WITH else []
 except GpureproError as err:
-    raise WorkflowError(f"bad config: key compare_with: {err}") from None
+    stop_planning(f"bad config: key compare_with: {err}")
 
 
 rule compare:

@@ -37,7 +37,7 @@ try:
         sdm_apptainer=SDM_APPTAINER,
     )
 except GpureproError as err:
-    raise WorkflowError(f"bad config: {err}")
+    stop_planning(f"bad config: {err}")
 
 # The engine and image a job ran in go into its provenance: `gpurepro container exec` sets them inside a
 # Docker job, Apptainer announces itself inside its containers, and a host job records none. Values
@@ -68,7 +68,7 @@ if (
 IMAGE_ID_FILE = "build/container/image.id"
 REPOSITORY = Path(workflow.basedir).resolve()
 if CONTAINER_ENGINE == "docker" and Path.cwd().resolve() != REPOSITORY:
-    raise WorkflowError(
+    stop_planning(
         f"container.engine=docker mounts the repository {REPOSITORY} into each job and runs it there: "
         f"run Snakemake from that folder (not from {Path.cwd()})"
     )

@@ -39,7 +39,7 @@ if (
     try:
         check_archives(**{role: Path(path) for role, path in IMAGENET_ARCHIVES.items()})
     except GpureproError as err:
-        raise WorkflowError(f"bad config: key data.source: imagenet: {err}") from None
+        stop_planning(f"bad config: key data.source: imagenet: {err}")
 
 
 rule download_tiny_imagenet:

@@ -20,12 +20,12 @@ HFTA_RAW = f"{RESULTS}/hfta/raw"
 
 HFTA_UNSUPPORTED = sorted(set(HFTA["precisions"]) - set(PROFILE["precisions"]))
 if HFTA_UNSUPPORTED:
-    raise WorkflowError(
+    stop_planning(
         f"bad device profile config/devices/{DEVICE}.yaml: key hfta.precisions: {HFTA_UNSUPPORTED} "
         f"not in the profile's precisions {PROFILE['precisions']}"
     )
 if not IS_GPU and "mps" in HFTA["modes"]:
-    raise WorkflowError(
+    stop_planning(
         f"bad device profile config/devices/{DEVICE}.yaml: key hfta.modes: mps shares a GPU between "
         "processes and needs one"
     )
@@ -33,11 +33,11 @@ if not IS_GPU and "mps" in HFTA["modes"]:
 # auto: graphed beside stock wherever a GPU is and the optimizer's step can be captured (SGD).
 HFTA_GRAPHS = {True: "on", False: "off"}.get(HFTA_RUN["graphs"], HFTA_RUN["graphs"])
 if HFTA_GRAPHS == "on" and not IS_GPU:
-    raise WorkflowError(
+    stop_planning(
         f"config key hfta.graphs: 'on' replays CUDA graphs and needs a GPU profile, not {DEVICE}; use auto or off"
     )
 if HFTA_GRAPHS == "on" and HFTA_RUN["optimizer"] != "sgd":
-    raise WorkflowError(
+    stop_planning(
         f"config key hfta.graphs: 'on' captures the fused SGD step; hfta.optimizer is {HFTA_RUN['optimizer']}, "
         "use sgd, or graphs auto or off"
     )
@@ -90,9 +90,10 @@ HFTA_REAL_FLAGS = (
 )
 
 
-# Like every measuring job, each samples DCGM beside its telemetry where DCGM exists (common.smk).
+# Like every measuring job, each samples DCGM beside its telemetry where DCGM exists (common.smk); its
+# GPU is the job's own (params.gpu: placed_job_gpu).
 HFTA_FLAGS = (
-    f"--gpu {JOB_GPU} --batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
+    f"--batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
     f"--optimizer {HFTA_RUN['optimizer']} --lr {HFTA_RUN['lr']} --data-batches {HFTA_RUN['data_batches']} "
     f"--min-timed-s {hfta_study.min_timed_s(HFTA, config)} "
@@ -122,8 +123,10 @@ rule hfta_point:
         run=r"\d+",
     threads: measure_threads()
     resources:
-        **measure_resources(),
+        **placed_resources("hfta_point"),
     params:
+        # the GPU of the point's claim group in its round (common.smk placed_resources)
+        **placed_params(),
         flags=HFTA_FLAGS,
         # a compiled step is graphed too where graphed steps run (a GPU, sgd)
         graphs=lambda w: (
@@ -139,10 +142,10 @@ rule hfta_point:
             else "--data-source synthetic"
         ),
     shell:
-        container_exec(MEASURE_GPU)
+        placed_container_exec()
         + "gpurepro hfta --workload {wildcards.net} --mode {wildcards.scheme} --precision {wildcards.precision} "
         "-B {wildcards.b} --run {wildcards.run} --graphs {params.graphs} --compile {params.compile} "
-        "{params.data} {params.flags} "
+        "{params.data} --gpu {params.gpu} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
 
 

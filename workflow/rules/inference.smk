@@ -94,9 +94,10 @@ INFERENCE_TIMING = inference_study.timing(INFERENCE, config)
 
 
 # Timing, energy-window and active-idle options of every `gpurepro infer` job (the other studies measure
-# no active idle, so the flag is not among every study's measurement_flags).
+# no active idle, so the flag is not among every study's measurement_flags); its GPU is the job's own
+# (params.gpu: placed_job_gpu).
 INFERENCE_FLAGS = (
-    f"--gpu {JOB_GPU} --min-run-time {INFERENCE_TIMING['min_run_time_s']} "
+    f"--min-run-time {INFERENCE_TIMING['min_run_time_s']} "
     f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags('inference', INFERENCE_TIMING['energy_window_s'], INFERENCE)} "
     f"--active-idle-seconds {config['telemetry']['active_idle_seconds']}"
 )
@@ -138,8 +139,10 @@ for family, shape in INFERENCE_FAMILIES.items():
             f"{RESULTS}/benchmarks/inference/{family}/{shape['stem']}.tsv"
         threads: host_bound_threads()
         resources:
-            **measure_resources(),
+            **placed_resources(f"infer_{family}"),
         params:
+            # the GPU of the point's claim group in its round (common.smk placed_resources)
+            **placed_params(),
             flags=INFERENCE_FLAGS,
             # bound now: a shell command is formatted as the job runs, when the loop's `shape` is the
             # last family's
@@ -147,10 +150,11 @@ for family, shape in INFERENCE_FAMILIES.items():
                 wildcards=wildcards
             ),
         shell:
-            container_exec(MEASURE_GPU)
+            placed_container_exec()
             + "gpurepro infer {params.model} "
             + "-b {wildcards.batch} --precision {wildcards.precision} --mode {wildcards.mode} "
-            "--run {wildcards.run} {params.flags} --out {output.table} --trace-out {output.trace} "
+            "--run {wildcards.run} --gpu {params.gpu} {params.flags} --out {output.table} "
+            "--trace-out {output.trace} "
             "> {log} 2>&1"
 
 

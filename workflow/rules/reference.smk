@@ -1,6 +1,7 @@
 # This GPU's reference rates (`reference` target): FP32 and FP16 matrix products, memory bandwidth and
-# the power limit, measured in seconds on the first selected GPU. The verdict scales an absolute claim
-# made on another GPU by these against the paper GPU's rates in config/hardware/ (its README).
+# the power limit, measured in seconds on the first selected GPU, beside the SGEMM points whose rates they
+# scale (gpurepro/placement/groups.py). The verdict scales an absolute claim made on another GPU by these
+# against the paper GPU's rates in config/hardware/ (its README).
 
 REFERENCE = PROFILE["reference"]
 
@@ -17,15 +18,16 @@ rule reference_run:
         f"{RESULTS}/benchmarks/reference/rates.tsv"
     threads: measure_threads()
     resources:
-        **measure_resources(),
+        **placed_resources("reference_run"),
     params:
-        gpu=JOB_GPU,
+        # the GPU of the SGEMM and reference group (common.smk placed_resources)
+        **placed_params(),
         sizes=(
             f"--gemm-n {REFERENCE['gemm_n']} --copy-mib {REFERENCE['copy_mib']} "
             f"--reps {REFERENCE['reps']}"
         ),
     shell:
-        container_exec(MEASURE_GPU)
+        placed_container_exec()
         + "gpurepro reference {params.gpu} --profile "
         + DEVICE
         + " {params.sizes} --seed "

@@ -25,7 +25,7 @@ try:
         ),
     )
 except GpureproError as err:
-    raise WorkflowError(str(err))
+    stop_planning(str(err))
 CLAIM_FILES = [
     str(Path(CLAIMS_DIR, p.name))
     for p in claim_files([Path(workflow.basedir, CLAIMS_DIR)])

@@ -37,17 +37,23 @@ def coolest_gpu_temperature():
     return float(min(readings)) if readings else None
 
 
-def print_estimate():
-    """The estimate of the jobs in Snakemake's plan, on stderr."""
-    settings = durations.RunSettings(
+def run_settings(start_temperature_c):
+    """What the studies' models read of this run (runplan/durations.py), for GPUs starting at
+    `start_temperature_c` (None: unknown)."""
+    return durations.RunSettings(
         config=config,
         profile=PROFILE,
         fork_server=fork_server_wanted(),
         gpu=IS_GPU,
         fp32_tflops=51.0 if IS_GPU else 0.5,
-        start_temperature_c=coolest_gpu_temperature(),
+        start_temperature_c=start_temperature_c,
         cooldown_scale=PROFILE.get("cooldown_scale", 1.0),
     )
+
+
+def print_estimate():
+    """The estimate of the jobs in Snakemake's plan, on stderr."""
+    settings = run_settings(coolest_gpu_temperature())
     cores = planned_cores()
     planned = jobs.from_dag(workflow.dag)
     found = estimate.estimate(
@@ -82,7 +88,7 @@ def guard_raw_data():
     found = replacements.from_dag(workflow.dag)
     refused = replacements.refusal(found, Path(RESULTS), config)
     if refused:
-        raise WorkflowError(refused)
+        stop_planning(refused)
     kept = replacements.set_aside(found, Path(RESULTS))
     if kept:
         print(

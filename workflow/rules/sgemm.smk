@@ -24,15 +24,16 @@ rule sgemm_run:
         f"{RESULTS}/benchmarks/sgemm/{{backend}}_n{{n}}.tsv"
     threads: measure_threads()
     resources:
-        **measure_resources(),
+        **placed_resources("sgemm_run"),
     params:
+        # the GPU of the SGEMM and reference group (common.smk placed_resources)
+        **placed_params(),
         reps=SGEMM["reps"],
         warmup=SGEMM["warmup"],
-        gpu=JOB_GPU,
         binary=binary_flag,
         flags=measurement_flags("sgemm"),
     shell:
-        container_exec(MEASURE_GPU)
+        placed_container_exec()
         + "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "
         "{params.binary} --warmup {params.warmup} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"

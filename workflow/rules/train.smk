@@ -25,7 +25,7 @@ try:
         TRAIN["gpu_counts"], len(GPUS) if IS_GPU else None
     )
 except GpureproError as err:
-    raise WorkflowError(f"bad device profile config/devices/{DEVICE}.yaml: {err}")
+    stop_planning(f"bad device profile config/devices/{DEVICE}.yaml: {err}")
 if DDP_LEFT_OUT:
     print(
         f"gpurepro: ddp: GPU counts {DDP_LEFT_OUT} of profile {DEVICE} left out: {len(GPUS)} GPU(s) "

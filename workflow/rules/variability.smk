@@ -10,12 +10,12 @@ VARIABILITY = PROFILE["variability"]
 VARIABILITY_BACKENDS = KERNEL_BACKENDS or ["torch"]
 VARIABILITY_NOISE = config["variability"]["noise"]
 if VARIABILITY_NOISE != "none" and CLUSTER:
-    raise WorkflowError(
+    stop_planning(
         "variability.noise needs every GPU of a node in one job, and cluster.enabled gives each job one "
         "GPU: run the noise study without the cluster profile, or set variability.noise=none"
     )
 if VARIABILITY_NOISE != "none" and IS_GPU and len(GPUS) < 2:
-    raise WorkflowError(
+    stop_planning(
         f"variability.noise={VARIABILITY_NOISE} runs on the GPUs not being measured, and {GPUS} is one "
         "GPU: select two or more (config gpus), or set variability.noise=none"
     )

@@ -19,7 +19,7 @@ cluster's job groups read the same groups:
 - SGEMM and the reference rates as one group: tiled against cuBLAS at each N, and every absolute SGEMM
   rate scaled by the reference job's measured FP32 GEMM rate (measured against measured, like for
   like), which cancels the card's offset only on the same card. The group is pinned to the first
-  selected GPU (packing.pin), where DDP's one-GPU run measures too (training.plan.ddp_gpu_claims takes
+  selected GPU (packing.place), where DDP's one-GPU run measures too (training.plan.ddp_gpu_claims takes
   the first k GPUs): its images/s are scaled by the same job's FP16 GEMM rate and memory bandwidth.
   The scaled HFTA figure (fused B=32) runs on another card; rates per GPU (issue 60, item 5) close that.
 """

@@ -3,12 +3,16 @@ time, how much of it each study's measurements take, and what it rests on."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import durations, schedule
 from .jobs import PlannedJob
+
+# The resource of one GPU of this machine (common.smk measure_resources): gpu_0, gpu_1, ...
+GPU_RESOURCE = re.compile(r"gpu_\d+")
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,11 @@ class Estimate:
     # study -> seconds of its jobs that a first run on this device adds once (durations.first_builds):
     # part of its measurements, never of a process more
     first_builds: Mapping[str, float] = field(default_factory=dict)
+    # gpu_<g> -> seconds of the jobs holding that GPU (the run's GPUs side by side)
+    gpus_s: Mapping[str, float] = field(default_factory=dict)
+    # the rules and seconds in all of the jobs that take every core, which run with nothing beside
+    # them (host-bound measurements, a node job): the GPUs wait them out one at a time
+    every_core: tuple[tuple[str, ...], float] = ((), 0.0)
 
 
 def estimate(
@@ -48,14 +57,21 @@ def estimate(
             studies[study] = (count + 1, total + s)
             if b:
                 first_builds[study] = first_builds.get(study, 0.0) + b
+    timed = schedule.simulate(jobs, seconds, cores, capacity)
+    # on one core every job takes every core: nothing to tell apart
+    every_core = [
+        (job.rule, s) for job, s in zip(jobs, seconds, strict=True) if cores > 1 and job.threads >= cores
+    ]
     return Estimate(
         jobs=len(jobs),
-        wall_s=schedule.simulate(jobs, seconds, cores, capacity).wall_s,
+        wall_s=timed.wall_s,
         model_wall_s=schedule.simulate(jobs, modelled, cores, capacity).wall_s,
         from_earlier=sum(e is not None for e in earlier),
         studies=dict(sorted(studies.items(), key=lambda item: -item[1][1])),
         cooldown_s=sum(durations.expected_cooldown(job, results_dir, settings) for job in jobs),
         first_builds=first_builds,
+        gpus_s={name: s for name, s in timed.busy_s.items() if GPU_RESOURCE.fullmatch(name)},
+        every_core=(tuple(sorted({rule for rule, _ in every_core})), sum(s for _, s in every_core)),
     )
 
 
@@ -97,6 +113,23 @@ def _jobs(count: int) -> str:
     return f"{count} job{'s' * (count != 1)}"
 
 
+def _side_by_side(found: Estimate) -> str:
+    """How the GPUs share the wall time: each GPU's jobs, and the jobs that take every core, which no
+    other GPU's job runs beside."""
+    low, high = min(found.gpus_s.values()), max(found.gpus_s.values())
+    line = (
+        f"gpurepro: {len(found.gpus_s)} GPUs side by side, {duration(low)} to {duration(high)} of jobs "
+        "each (claim groups packed onto them: placement.json)"
+    )
+    rules, seconds = found.every_core
+    if not seconds:
+        return line + "."
+    return (
+        f"{line}; jobs that take every core run one at a time with nothing beside them, "
+        f"{duration(seconds)} in all ({', '.join(rules)}), while the other GPUs wait."
+    )
+
+
 def describe(
     found: Estimate,
     cores: int,
@@ -128,6 +161,8 @@ def describe(
             else ""
         )
         lines.append(f"gpurepro: measurements: {studies}{waits}.")
+    if len(found.gpus_s) > 1:
+        lines.append(_side_by_side(found))
     if extra is not None and extra.rounds and found.studies:
         count, seconds = extra.worst_case(found)
         lines.append(

@@ -1,0 +1,277 @@
+"""Claim-affine placement: the points one claim compares share a GPU within a round, the groups of each
+round are packed onto the selected GPUs longest first, one GPU plans as before, and the estimate says
+how the GPUs share the wall time (gpurepro/placement, workflow/rules/placement.smk)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpurepro.placement import groups, packing
+from gpurepro.placement.groups import EXTRA_ROUND, Slot
+
+from .conftest import copy_workflow, run_snakemake
+
+
+def _deit(model: str, batch: int, precision: str, mode: str, run: int) -> dict[str, object]:
+    return {"vit_model": model, "batch": batch, "precision": precision, "mode": mode, "run": run}
+
+
+def test_the_points_a_claim_compares_fall_in_one_group() -> None:
+    """DeiT's orders, differences and eager-vs-graph claims read every model and mode at one batch and
+    precision; HFTA's speedups every scheme, B and step of one workload and precision; SGEMM's ratios
+    both kernels at one N, and its scaled rates the reference job's rate."""
+    deit = {
+        groups.group_of("infer_deit", _deit(model, 1, "fp16", mode, 1))
+        for model in ("deit-t", "deit-s", "deit-b")
+        for mode in ("eager", "cudagraph", "compile")
+    }
+    assert deit == {"deit/batch=1/precision=fp16"}
+    assert groups.group_of("infer_deit", _deit("deit-t", 8, "fp16", "eager", 1)) not in deit
+    assert groups.group_of("infer_deit", _deit("deit-t", 1, "fp32", "eager", 1)) not in deit
+    bert = {"bert_model": "bert-l", "seq": "320", "batch": "1", "precision": "fp16", "mode": "eager"}
+    assert groups.group_of("infer_bert", bert) == "bert/batch=1/precision=fp16"
+    point = {"net": "resnet18", "precision": "fp16"}
+    hfta = {
+        groups.group_of("hfta_point", {**point, "step": step, "scheme": scheme, "b": b})
+        for step in ("stock", "graphed")
+        for scheme in ("serial", "mps", "hfta")
+        for b in (1, 32)
+    }
+    assert hfta == {"hfta/net=resnet18/precision=fp16"}
+    sgemm = {
+        groups.group_of("sgemm_run", {"backend": b, "n": n})
+        for b in ("cublas", "tiled")
+        for n in (8192, 25536)
+    }
+    assert sgemm == {groups.group_of("reference_run", {})} == {groups.REFERENCE_GROUP}
+    # DDP and the variability node job hold the GPUs they drive, as before
+    assert groups.group_of("train_ddp", {"ngpus": "2", "precision": "fp16"}) is None
+    assert groups.group_of("variability_node", {"backend": "cublas", "run": "1"}) is None
+
+
+def test_a_group_is_placed_round_by_round() -> None:
+    assert groups.slot_of("infer_deit", _deit("deit-b", 1, "fp16", "eager", 3)) == Slot(
+        "deit/batch=1/precision=fp16", 3
+    )
+    assert groups.slot_of("sgemm_run", {"backend": "tiled", "n": "8192"}) == Slot("sgemm", 1)
+    assert groups.slot_of("plot_deit", {}) is None
+
+
+def test_longest_first_onto_the_least_loaded_gpu() -> None:
+    lengths = {Slot("a", 1): 10.0, Slot("b", 1): 7.0, Slot("c", 1): 5.0, Slot("d", 1): 4.0}
+    assert packing.pack(lengths, [0, 1], {}) == {
+        Slot("a", 1): 0,
+        Slot("b", 1): 1,
+        Slot("c", 1): 1,  # 7 < 10
+        Slot("d", 1): 0,  # 10 < 12
+    }
+
+
+def test_rounds_are_packed_in_order_and_a_pinned_group_keeps_its_gpu() -> None:
+    """Round 2 starts from the loads round 1 left, so its longest group goes where round 1 ended first:
+    a group may move to another card between rounds. The pinned group (SGEMM and the reference rates)
+    stays on its GPU, taken before the others of its round."""
+    lengths = {
+        Slot("long", 1): 10.0,
+        Slot("short", 1): 3.0,
+        Slot("sgemm", 1): 1.0,
+        Slot("long", 2): 10.0,
+        Slot("short", 2): 3.0,
+    }
+    placed = packing.pack(lengths, [4, 6], {"sgemm": 6})
+    assert placed[Slot("sgemm", 1)] == 6
+    assert placed[Slot("long", 1)] == 4 and placed[Slot("short", 1)] == 6  # 1 + 3 on GPU 6
+    assert placed[Slot("long", 2)] == 6 and placed[Slot("short", 2)] == 4  # 4 < 10, then 10 < 14
+    with pytest.raises(ValueError, match="no GPU"):
+        packing.pack(lengths, [], {})
+
+
+def _points() -> Iterator[tuple[str, dict[str, object]]]:
+    """A small sweep: DeiT at two batches in 3 rounds (the CUDA-graph point in one), SGEMM, reference."""
+    for run in (1, 2, 3):
+        for batch in (1, 32):
+            for model in ("deit-t", "deit-b"):
+                yield "infer_deit", _deit(model, batch, "fp16", "eager", run)
+    yield "infer_deit", _deit("deit-b", 1, "fp16", "cudagraph", 1)
+    for n in (8192, 25536):
+        for backend in ("cublas", "tiled"):
+            yield "sgemm_run", {"backend": backend, "n": n}
+    yield "reference_run", {}
+
+
+def test_every_job_of_a_group_and_round_gets_one_gpu_and_extra_processes_follow_round_one() -> None:
+    points = list(_points())
+    placement = packing.place(points, [30.0 if rule == "infer_deit" else 20.0 for rule, _ in points], [2, 3])
+    by_slot: dict[Slot, set[int | None]] = {}
+    for rule, wildcards in points:
+        slot = groups.slot_of(rule, wildcards)
+        assert slot is not None
+        by_slot.setdefault(slot, set()).add(placement.gpu(rule, wildcards))
+    assert all(len(gpus) == 1 for gpus in by_slot.values()), by_slot
+    assert {gpu for gpus in by_slot.values() for gpu in gpus} == {2, 3}
+    assert by_slot[Slot("sgemm", 1)] == {2}  # the first selected GPU
+    # Snakemake passes wildcards as strings; the sweeps hold numbers
+    assert placement.gpu("infer_deit", {k: str(v) for k, v in points[0][1].items()}) == placement.gpu(
+        *points[0]
+    )
+    # a process a claim asks for after the planned rounds (run 4, or the CUDA-graph point's run 2, which
+    # round 2 of the group did not hold) runs where its group's round 1 ran, whatever its run number
+    first = placement.slots[Slot("deit/batch=1/precision=fp16", 1)]
+    assert placement.gpu("infer_deit", _deit("deit-t", 1, "fp16", "eager", 4)) == first
+    assert placement.gpu("infer_deit", _deit("deit-b", 1, "fp16", "cudagraph", 2)) == first
+    assert Slot("deit/batch=1/precision=fp16", EXTRA_ROUND) not in placement.slots
+    assert placement.gpu("plot_deit", {}) is None
+
+
+def test_the_gpus_end_within_one_group_of_each_other() -> None:
+    """Each group goes to the least loaded GPU, so no GPU ends more than one group's length after the
+    first to end (the classic bound of longest-first packing)."""
+    lengths = {Slot(f"g{i}", r): float((7 * i + 3 * r) % 11 + 1) for i in range(13) for r in (1, 2, 3)}
+    placed = packing.pack(lengths, [0, 1, 2, 3], {})
+    load = {gpu: sum(s for slot, s in lengths.items() if placed[slot] == gpu) for gpu in range(4)}
+    assert max(load.values()) - min(load.values()) <= max(lengths.values())
+
+
+def test_the_record_names_each_groups_gpu_round_by_round(tmp_path: Path) -> None:
+    points = list(_points())
+    placement = packing.place(points, [1.0] * len(points), [0, 1])
+    path = packing.write(placement, tmp_path / "h100" / "placement.json")
+    record = json.loads(path.read_text())
+    assert record["gpus"] == [0, 1]
+    assert set(record["groups"]["deit/batch=32/precision=fp16"]) == {"1", "2", "3"}
+    assert record["groups"]["sgemm"] == {"1": 0}
+    assert not list(path.parent.glob("*.tmp"))
+
+
+# Dry-runs of the full H100 plan (about 15 s each), made once for the tests below, in one copy of the
+# workflow: in the checkout a plan would read the user's results/.
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    copy = copy_workflow(tmp_path_factory.mktemp("workflow"))
+    made = {}
+    for name, gpus, printed in (
+        ("one", "[0]", ["-p"]),
+        ("four", "[0,1,2,3]", ["-p"]),
+        ("eight", "[0,1,2,3,4,5,6,7]", []),
+    ):
+        result = run_snakemake(
+            "-n", *printed, "--cores", "16", "--config", "device=h100", f"gpus={gpus}",
+            "placement=claim_groups", cwd=copy
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        made[name] = result.stdout + result.stderr
+    return made
+
+
+PLACED_RULES = tuple(groups.GROUP_WILDCARDS)
+
+
+def _placed_jobs(planned: str) -> list[tuple[str, dict[str, str], dict[str, str], str]]:
+    """(rule, wildcards, resources, shell command) of each placed job a dry-run with -p printed."""
+    found = []
+    for block in re.split(r"\n(?=\[[^\n]*\]\n(?:local)?rule )", planned):
+        head = re.search(r"^(?:local)?rule (\w+):", block, flags=re.MULTILINE)
+        if not head or head.group(1) not in PLACED_RULES:
+            continue
+        wildcards = re.search(r"^\s+wildcards: (.*)$", block, flags=re.MULTILINE)
+        resources = re.search(r"^\s+resources: (.*)$", block, flags=re.MULTILINE)
+        command = re.search(r"^Shell command: (.*)$", block, flags=re.MULTILINE)
+        assert resources and command, block[:500]
+        pairs = (
+            dict(p.split("=", 1) for p in text.group(1).split(", ")) if text else {}
+            for text in (wildcards, resources)
+        )
+        found.append((head.group(1), *pairs, command.group(1)))
+    return found
+
+
+def _held_gpu(resources: dict[str, str]) -> int:
+    held = [
+        int(name[4:]) for name, value in resources.items() if re.fullmatch(r"gpu_\d+", name) and value == "1"
+    ]
+    assert len(held) == 1 and resources["gpu"] == "1", resources
+    return held[0]
+
+
+def test_four_gpus_each_carry_claim_groups_never_split_within_a_round(plans: dict[str, str]) -> None:
+    jobs = _placed_jobs(plans["four"])
+    assert {rule for rule, *_ in jobs} == set(PLACED_RULES)
+    by_slot: dict[Slot, set[int]] = {}
+    for rule, wildcards, resources, command in jobs:
+        gpu = _held_gpu(resources)
+        # the command measures the GPU whose resource the job holds
+        named = re.search(r" --gpu (\d+) ", command) or re.search(
+            r"^gpurepro (?:sgemm \d+ \d+|reference) (\d+) ", command
+        )
+        assert named and int(named.group(1)) == gpu, command
+        slot = groups.slot_of(rule, wildcards)
+        assert slot is not None
+        by_slot.setdefault(slot, set()).add(gpu)
+    split = {slot: gpus for slot, gpus in by_slot.items() if len(gpus) > 1}
+    assert not split
+    assert {gpu for gpus in by_slot.values() for gpu in gpus} == {0, 1, 2, 3}
+    assert by_slot[Slot(groups.REFERENCE_GROUP, 1)] == {0}
+    # a group moves between rounds where the packing sends it elsewhere
+    moved = {
+        group for group in {slot.group for slot in by_slot}
+        if len({gpu for slot, gpus in by_slot.items() if slot.group == group for gpu in gpus}) > 1
+    }  # fmt: skip
+    assert moved
+
+
+def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[str, str]) -> None:
+    """On one GPU every measuring job holds gpu_0 and names GPU 0 as measure_resources() and JOB_GPU
+    gave it; on four, the same commands but for the GPU each job holds."""
+    one = {(rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _placed_jobs(plans["one"])}
+    four = {(rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _placed_jobs(plans["four"])}
+    assert one.keys() == four.keys() and len(one) > 900
+    for key, (resources, command) in one.items():
+        assert resources == {"tmpdir": "/tmp", "gpu_0": "1", "gpu": "1"}, key
+        other_resources, other_command = four[key]
+        gpu = _held_gpu(other_resources)
+        as_one = re.sub(rf"( --gpu | (?:sgemm \d+ \d+|reference) ){gpu} ", r"\g<1>0 ", other_command, count=1)
+        assert as_one == command, (key, other_command)
+    assert "GPUs side by side" not in plans["one"]
+
+
+def _side_by_side(planned: str) -> tuple[str, str]:
+    """Each GPU's least and most seconds of jobs, as the estimate prints them."""
+    line = next(line for line in planned.splitlines() if "GPUs side by side" in line)
+    found = re.search(r"side by side, (.+?) to (.+?) of jobs each", line)
+    assert found, line
+    return found.group(1), found.group(2)
+
+
+def _seconds(printed: str) -> float:
+    """'2 h 36 min', '58 min 12 s' or '45 s' in seconds."""
+    units = {"h": 3600, "min": 60, "s": 1}
+    return sum(float(value) * units[unit] for value, unit in re.findall(r"(\d+) (h|min|s)\b", printed))
+
+
+def _wall(planned: str) -> float:
+    return _seconds(re.search(r"jobs planned, about (.+?) with", planned).group(1))
+
+
+def test_the_gpus_work_is_packed_within_the_targets(plans: dict[str, str]) -> None:
+    """Issue 60's targets for the full H100 plan, 3 h 30 min on four GPUs and 2 h on eight, hold for
+    each GPU's own jobs: the groups are packed within minutes of each other."""
+    for name, target, gpus in (("four", 3.5 * 3600, 4), ("eight", 2 * 3600, 8)):
+        low, high = map(_seconds, _side_by_side(plans[name]))
+        assert f"{gpus} GPUs side by side" in plans[name]
+        assert high <= target and high - low <= 5 * 60, (name, low, high)
+        assert _wall(plans[name]) < _wall(plans["one"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every inference point takes every core (common.smk host_bound_threads: 5 h 23 min of the "
+    "full H100 plan), so no other GPU's job runs beside it; the estimate says so. The target needs the "
+    "isolation benchmark (issue 60, item 3) to let points run beside each other",
+)
+def test_the_full_plan_meets_issue_60s_wall_time_targets(plans: dict[str, str]) -> None:
+    assert _wall(plans["four"]) <= 3.5 * 3600 and _wall(plans["eight"]) <= 2 * 3600
