@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,18 @@ def flat_config(tree: Any, prefix: str = "") -> dict[str, str]:
     for key, value in tree.items():
         out.update(flat_config(value, f"{prefix}.{key}" if prefix else str(key)))
     return out
+
+
+def recorded_config_values(results: Path, digests: Iterable[str]) -> dict[str, set[str]]:
+    """Each config key's values (flat_config) over the configs a run kept for these config hashes
+    (config/<hash>.yaml in `results`, one device's folder); a hash whose file is gone adds nothing."""
+    values: dict[str, set[str]] = {}
+    for digest in sorted(set(digests)):
+        path = config_file(results, digest)
+        if path.is_file():
+            for key, value in flat_config(yaml.safe_load(path.read_text()) or {}).items():
+                values.setdefault(key, set()).add(value)
+    return values
 
 
 def record_config(config: dict[str, Any], results: Path, digest: str | None = None) -> Path:

@@ -100,12 +100,9 @@ def guard_raw_data():
 def warn_of_replacements_after_dry_run():
     """A dry-run says what the real run would do with raw files already measured."""
     found = replacements.from_dag(workflow.dag)
-    message = replacements.refusal(found, Path(RESULTS), config)
+    message = replacements.refusal(found, Path(RESULTS), config, dry_run=True)
     if message:
-        print(
-            message.replace("stopped before any job", "a run would stop"),
-            file=sys.stderr,
-        )
+        print(message, file=sys.stderr)
     moved = sum(len(r.files) for r in found if r.requested)
     if moved:
         print(

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from .. import provenance
 from .match import compare_table
@@ -132,14 +131,8 @@ def reference_ratios(a: Run, b: Run) -> pd.DataFrame:
 
 def run_config(run: Run) -> dict[str, set[str]]:
     """Each config key's values over the configs the run's sidecars name (config/<config_hash>.yaml)."""
-    digests = {value for sidecar in run.sidecars() for value in _at("config_hash")(sidecar) if value}
-    values: dict[str, set[str]] = {}
-    for digest in sorted(digests):
-        path = provenance.config_file(run.path, str(digest))
-        if path.is_file():
-            for key, value in provenance.flat_config(yaml.safe_load(path.read_text()) or {}).items():
-                values.setdefault(key, set()).add(value)
-    return values
+    digests = {str(value) for sidecar in run.sidecars() for value in _at("config_hash")(sidecar) if value}
+    return provenance.recorded_config_values(run.path, digests)
 
 
 def config_rows(a: Run, b: Run) -> list[dict[str, str]]:

@@ -26,8 +26,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .. import provenance, results
 
 
@@ -79,16 +77,11 @@ def changed_settings(files: Iterable[str], device_results: Path, config: Mapping
     """'quick: false -> true' for each config key whose value differs between the config the files were
     measured with (their sidecars' config_hash, kept as config/<hash>.yaml) and this run's."""
     now = provenance.flat_config(json.loads(json.dumps(config, default=str)))
-    before: dict[str, set[str]] = {}
-    for path in files:
-        sidecar = path if path.endswith(results.SIDECAR_SUFFIX) else None
-        if sidecar is None or not Path(sidecar).is_file():
-            continue
-        digest = json.loads(Path(sidecar).read_text()).get("config_hash")
-        recorded = provenance.config_file(device_results, str(digest)) if digest else None
-        if recorded and recorded.is_file():
-            for key, value in provenance.flat_config(yaml.safe_load(recorded.read_text()) or {}).items():
-                before.setdefault(key, set()).add(value)
+    sidecars = (Path(f) for f in files if f.endswith(results.SIDECAR_SUFFIX) and Path(f).is_file())
+    digests = {
+        str(digest) for path in sidecars if (digest := json.loads(path.read_text()).get("config_hash"))
+    }
+    before = provenance.recorded_config_values(device_results, digests)
     return [
         f"{key}: {' / '.join(sorted(before.get(key, {'(not set)'})))} -> {now.get(key, '(not set)')}"
         for key in sorted({*before, *now})
@@ -107,9 +100,14 @@ def _points(replacements: list[Replacement], shown: int) -> list[str]:
 
 
 def refusal(
-    replacements: list[Replacement], device_results: Path, config: Mapping[str, Any], shown: int = 8
+    replacements: list[Replacement],
+    device_results: Path,
+    config: Mapping[str, Any],
+    shown: int = 8,
+    dry_run: bool = False,
 ) -> str | None:
-    """The message that stops a run which would replace raw files without being asked to; None if none."""
+    """The message that stops a run which would replace raw files without being asked to (a dry-run's
+    says that a run would stop); None if none."""
     refused = [r for r in replacements if not r.requested]
     if not refused:
         return None
@@ -119,8 +117,9 @@ def refusal(
         sorted({p for r in refused for p in r.params_before}),
         sorted({p for r in refused for p in r.params_now}),
     )
+    lead = "a run would stop" if dry_run else "stopped before any job"
     lines = [
-        f"gpurepro: stopped before any job: this run would replace {len(files)} raw files of "
+        f"gpurepro: {lead}: this run would replace {len(files)} raw files of "
         f"{len(refused)} points measured earlier in {device_results} (raw data is never replaced "
         "silently):",
         *_points(refused, shown),
