@@ -124,7 +124,7 @@ def test_every_claim_fails_on_some_made_table(claim_id: str) -> None:
     failed = GRADE_OF[outcome.result] if claim.not_counted else outcome.grade
     assert failed == NOT_HELD, f"{outcome.status}: {outcome.detail}"
     if claim.not_counted:
-        assert outcome.status.endswith("(shown, not counted)")
+        assert "(shown, not counted)" in outcome.status
 
 
 ON_CAMPAIGN = {claim.id: claim for claim in on_campaign(list(CLAIMS.values())) if claim.campaign}

@@ -64,7 +64,8 @@ def test_on_another_gpu_it_is_scaled_measured_against_measured() -> None:
     rates = reference_table(H200, fp16_gemm=761.7, memory_bandwidth=4178.0)
     (h200,) = evaluate([CHECK], {**_processes(H200, 148_000.0), "reference": rates}, HARDWARE)
     assert h200.judged == SCALED and h200.factor == pytest.approx(factor)
-    assert h200.result == WITHIN and h200.status == f"scaled from H100 SXM: {WITHIN}"
+    assert h200.result == WITHIN
+    assert h200.status == f"scaled from H100 SXM: {WITHIN} (protocol revised 2026-11-28)"
     assert h200.accepted[0] == pytest.approx(131_900 * factor / (1 + math.hypot(0.05, 0.10)))
     assert "measured against measured" in h200.detail
     (h100_rate,) = evaluate([CHECK], {**_processes(H200, 131_000.0), "reference": rates}, HARDWARE)
