@@ -235,3 +235,62 @@ def test_a_bad_pin_setting_fails_before_any_job_naming_the_key(workflow_copy: Pa
     result = run_snakemake("-n", "--cores", "1", "--config", "host={pin: sometimes}", cwd=workflow_copy)
     assert result.returncode != 0
     assert "key host.pin: 'sometimes' is not one of ['auto', 'off', False]" in result.stdout + result.stderr
+
+
+# A two-socket host as Linux numbers it: cores 0-7 on socket 0 (CPUs 0-7, their SMT siblings 16-23),
+# cores 8-15 on socket 1 (8-15, siblings 24-31); GPUs 0 and 1 on socket 0, GPUs 2 and 3 on socket 1.
+SOCKET0, SOCKET1 = set(range(8)) | set(range(16, 24)), set(range(8, 16)) | set(range(24, 32))
+FOUR_GPUS = {0: SOCKET0, 1: SOCKET0, 2: SOCKET1, 3: SOCKET1}
+
+
+def sibling_core(cpu: int) -> int:
+    return cpu % 16
+
+
+def test_gpus_sharing_a_socket_split_its_cores_keeping_siblings_together() -> None:
+    slices = {g: host.cpu_slice(g, FOUR_GPUS, sibling_core) for g in FOUR_GPUS}
+    assert slices[0] == {0, 1, 2, 3, 16, 17, 18, 19}
+    assert slices[1] == {4, 5, 6, 7, 20, 21, 22, 23}
+    assert slices[2] == {8, 9, 10, 11, 24, 25, 26, 27}
+    # disjoint, and together the whole host: no GPU's jobs share a core with another's
+    assert sum(len(s) for s in slices.values()) == 32 and set().union(*slices.values()) == SOCKET0 | SOCKET1
+    # a GPU alone on its set (GPU 2 without GPU 3 selected) keeps all of it
+    assert host.cpu_slice(2, {0: SOCKET0, 1: SOCKET0, 2: SOCKET1}, sibling_core) == SOCKET1
+    # three GPUs on eight cores: 2, 3 and 3 cores, as even as they go
+    three = {g: SOCKET0 for g in range(3)}
+    assert [len(host.cpu_slice(g, three, sibling_core)) // 2 for g in range(3)] == [2, 3, 3]
+
+
+def test_a_placed_job_pins_to_its_slice_unless_it_takes_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    pinned_to: list[set[int]] = []
+
+    def fake_pin(cpus: set[int], threads: int) -> host.PinResult:
+        pinned_to.append(cpus)
+        return host.PinResult(True, tuple(sorted(cpus)), threads, threads, f"pinned to {len(cpus)} CPU(s)")
+
+    monkeypatch.setattr(host, "pin", fake_pin)
+    monkeypatch.setattr(host, "_LAST", None)
+    monkeypatch.setattr(host, "nearest_cpus", lambda index: (FOUR_GPUS[index], "the GPU's NUMA node"))
+    monkeypatch.setattr(host, "core_of", sibling_core)
+    monkeypatch.setenv(host.THREADS_VAR, "1")
+    monkeypatch.delenv(host.SLICE_GPUS_VAR, raising=False)
+    host.pin_for_gpu("auto", 1)  # not a placed run: the whole NUMA set, as before
+    assert pinned_to[-1] == SOCKET0
+    monkeypatch.setenv(host.SLICE_GPUS_VAR, "0-3")
+    done = host.pin_for_gpu("auto", 1)
+    assert pinned_to[-1] == {4, 5, 6, 7, 20, 21, 22, 23}
+    assert "slice 4-7,20-23 of the GPU's NUMA node 0-7,16-23, shared by 2 GPUs here" in done.note
+    monkeypatch.setenv(host.THREADS_VAR, "16")  # a job that takes every core has the host to itself
+    done = host.pin_for_gpu("auto", 1)
+    assert pinned_to[-1] == SOCKET0 and "the job's 16 threads run with nothing beside them" in done.note
+    monkeypatch.setenv(host.SLICE_GPUS_VAR, "0,2")  # GPU 1 is not among the GPUs measuring side by side
+    monkeypatch.setenv(host.THREADS_VAR, "1")
+    host.pin_for_gpu("auto", 1)
+    assert pinned_to[-1] == SOCKET0
+
+
+def test_core_of_reads_the_siblings_from_sysfs(tmp_path: Path) -> None:
+    (tmp_path / "cpu17" / "topology").mkdir(parents=True)
+    (tmp_path / "cpu17" / "topology" / "thread_siblings_list").write_text("1,17\n")
+    assert host.core_of(17, tmp_path) == 1
+    assert host.core_of(5, tmp_path) == 5  # nothing in sysfs: the CPU is its own core

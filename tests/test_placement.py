@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.placement import groups, packing
+from gpurepro.placement import groups, host_share, packing
 from gpurepro.placement.groups import EXTRA_ROUND, Slot
 
 from .conftest import copy_workflow, run_snakemake
@@ -188,6 +188,50 @@ def _placed_jobs(planned: str) -> list[tuple[str, dict[str, str], dict[str, str]
         )
         found.append((head.group(1), *pairs, command.group(1)))
     return found
+
+
+def _threads_by_kind(planned: str) -> dict[str, set[int]]:
+    """The threads the placed jobs of each kind (host_share.KINDS) have in a dry-run printed with -p."""
+    found: dict[str, set[int]] = {}
+    for block in re.split(r"\n(?=\[[^\n]*\]\n(?:local)?rule )", planned):
+        head = re.search(r"^(?:local)?rule (\w+):", block, flags=re.MULTILINE)
+        wildcards = re.search(r"^\s+wildcards: (.*)$", block, flags=re.MULTILINE)
+        if not head or head.group(1) not in PLACED_RULES:
+            continue
+        values = dict(p.split("=", 1) for p in wildcards.group(1).split(", ")) if wildcards else {}
+        threads = re.search(r"^\s+threads: (\d+)$", block, flags=re.MULTILINE)
+        kind = host_share.kind_of(head.group(1), values)
+        found.setdefault(kind, set()).add(int(threads.group(1)) if threads else 1)
+    return found
+
+
+def test_host_paced_points_take_every_core_the_others_one_when_placed(plans: dict[str, str]) -> None:
+    """config host_to_itself (inference_host_paced, hfta_host_paced by default): those points take all 16
+    cores, so Snakemake runs nothing beside them; the others one each, side by side on their slices. On
+    one GPU every inference point takes every core, as before placement existed."""
+    four = _threads_by_kind(plans["four"])
+    assert four == {
+        "inference_host_paced": {16}, "hfta_host_paced": {16},
+        "inference_gpu_bound": {1}, "hfta_gpu_bound": {1}, "sgemm": {1},
+    }  # fmt: skip
+    one = _threads_by_kind(plans["one"])
+    assert one["inference_gpu_bound"] == {16} and one["hfta_host_paced"] == {1}
+
+
+def test_kinds_of_points() -> None:
+    assert host_share.kind_of("infer_deit", {"mode": "eager", "batch": "8"}) == "inference_host_paced"
+    assert host_share.kind_of("infer_bert", {"mode": "eager", "batch": "16"}) == "inference_gpu_bound"
+    assert host_share.kind_of("infer_bert", {"mode": "cudagraph", "batch": "1"}) == "inference_gpu_bound"
+    assert (
+        host_share.kind_of("hfta_point", {"scheme": "serial", "step": "graphed", "b": "1"})
+        == "hfta_host_paced"
+    )
+    assert (
+        host_share.kind_of("hfta_point", {"scheme": "hfta", "step": "stock", "b": "8"}) == "hfta_host_paced"
+    )
+    assert host_share.kind_of("hfta_point", {"scheme": "mps", "step": "stock", "b": "16"}) == "hfta_gpu_bound"
+    assert host_share.kind_of("reference_run", {}) == "sgemm"
+    assert host_share.kind_of("train_ddp", {}) is None
 
 
 def _held_gpu(resources: dict[str, str]) -> int:

@@ -22,7 +22,7 @@ import importlib
 import os
 import platform
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,9 @@ PIN_MODES = ("auto", "off")
 PINNED_CPUS_VAR = "GPUREPRO_PINNED_CPUS"
 # Snakemake sets this to the job's `threads` in every shell command it runs.
 THREADS_VAR = "OMP_NUM_THREADS"
+# The GPUs ("0,1,2,3") whose measuring jobs run side by side on this host (a placed run, common.smk): the
+# GPUs among them that share a CPU set split it, each pinning its jobs to a slice of its own.
+SLICE_GPUS_VAR = "GPUREPRO_SLICE_GPUS"
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 PCI_SYSFS = Path("/sys/bus/pci/devices")
 
@@ -86,6 +89,45 @@ def nearest_cpus(nvml_index: int) -> tuple[set[int] | None, str]:
             f"this process may use ({format_cpus(allowed)})"
         )
     return near, meaning
+
+
+def core_of(cpu: int, root: Path = CPU_SYSFS) -> int:
+    """The physical core of `cpu`, named by its first SMT sibling (the CPU itself where sysfs says nothing):
+    a slice keeps siblings together, so no two GPUs' jobs share a core's execution units."""
+    with contextlib.suppress(OSError, ValueError):
+        return min(parse_cpus((root / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text()))
+    return cpu
+
+
+def cpu_slice(
+    gpu: int, cpus_by_gpu: Mapping[int, set[int]], core: Callable[[int], int] | None = None
+) -> set[int]:
+    """GPU `gpu`'s share of its CPU set, where GPUs of `cpus_by_gpu` (each GPU's nearest CPUs) have the same
+    set (two or four GPUs on one NUMA node): the set's cores split into as many runs of consecutive cores,
+    as even as they go, the run at `gpu`'s rank among them. A GPU alone on its set keeps all of it."""
+    mine = cpus_by_gpu[gpu]
+    sharing = sorted(g for g, cpus in cpus_by_gpu.items() if cpus == mine)
+    if len(sharing) < 2:
+        return set(mine)
+    core = core or core_of
+    cores: dict[int, set[int]] = {}
+    for cpu in mine:
+        cores.setdefault(core(cpu), set()).add(cpu)
+    ordered = [cores[c] for c in sorted(cores)]
+    share, rank = len(sharing), sharing.index(gpu)
+    if len(ordered) < share:  # fewer cores than GPUs: slices would be empty; the set stays shared
+        return set(mine)
+    start, stop = rank * len(ordered) // share, (rank + 1) * len(ordered) // share
+    return set().union(*ordered[start:stop])
+
+
+def slice_gpus() -> list[int]:
+    """The GPUs whose jobs run side by side here ($GPUREPRO_SLICE_GPUS), [] outside a placed run."""
+    text = os.environ.get(SLICE_GPUS_VAR, "")
+    try:
+        return sorted(parse_cpus(text)) if text.strip() else []
+    except ValueError:
+        return []
 
 
 def gpu_cpu_set(nvml_index: int) -> set[int] | None:
@@ -193,11 +235,30 @@ def job_threads() -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
+def _slice_for_job(nvml_index: int, cpus: set[int], meaning: str, asked: int | None) -> tuple[set[int], str]:
+    """The CPUs a job of GPU `nvml_index` pins to: its GPU's slice where GPUs run side by side here and
+    share `cpus` ($GPUREPRO_SLICE_GPUS), unless the job asked for more threads than the slice holds (a job
+    that takes every core runs with nothing beside it, so it keeps the whole set); else all of `cpus`."""
+    gpus = slice_gpus()
+    if nvml_index not in gpus:
+        return cpus, meaning
+    others = {g: nearest_cpus(g)[0] for g in gpus if g != nvml_index}
+    by_gpu = {nvml_index: cpus, **{g: found for g, found in others.items() if found is not None}}
+    part = cpu_slice(nvml_index, by_gpu)
+    sharing = sum(1 for found in by_gpu.values() if found == cpus)
+    if part == cpus:
+        return cpus, meaning
+    if asked is not None and asked > len(part):
+        return cpus, f"{meaning}, all of it: the job's {asked} threads run with nothing beside them"
+    return part, f"slice {format_cpus(part)} of {meaning} {format_cpus(cpus)}, shared by {sharing} GPUs here"
+
+
 def pin_for_gpu(mode: str, nvml_index: int | None) -> PinResult:
-    """The job's pinning as host.pin says: with `auto`, to the CPUs nearest its GPU with torch's threads
-    set to the job's threads (all of those CPUs for a command run by hand); otherwise, or where that
-    cannot be, "not pinned: <why>". Never pins to fewer CPUs than the job's threads: a job Snakemake gave
-    more cores than the GPU's CPUs hold keeps the CPUs it has."""
+    """The job's pinning as host.pin says: with `auto`, to the CPUs nearest its GPU (its slice of them where
+    several GPUs here measure side by side and share them: _slice_for_job) with torch's threads set to the
+    job's threads (all of those CPUs for a command run by hand); otherwise, or where that cannot be, "not
+    pinned: <why>". Never pins to fewer CPUs than the job's threads: a job Snakemake gave more cores than
+    the GPU's CPUs hold keeps the CPUs it has."""
     if mode == "off":
         return _not_pinned("host.pin is off")
     if nvml_index is None:
@@ -211,6 +272,7 @@ def pin_for_gpu(mode: str, nvml_index: int | None) -> PinResult:
             f"the {len(cpus)} CPU(s) nearest GPU {nvml_index} ({format_cpus(cpus)}, {meaning}) are fewer "
             f"than the job's {asked} threads"
         )
+    cpus, meaning = _slice_for_job(nvml_index, cpus, meaning, asked)
     result = pin(cpus, asked or len(cpus))
     if result.pinned:
         result = _record(replace(result, note=f"{result.note} ({meaning})"))

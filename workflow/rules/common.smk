@@ -16,7 +16,9 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from gpurepro import nvml, profiles, provenance  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
 from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
+from gpurepro.host import SLICE_GPUS_VAR  # noqa: E402
 from gpurepro.more_processes import read_plan  # noqa: E402
+from gpurepro.placement import host_share  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
 from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
 
@@ -300,6 +302,28 @@ def host_bound_threads():
     is timed (on one H100, eager DeiT-B blocks timed beside such jobs spread over an IQR of 13% of their
     median). On a cluster the scheduler gives each job its own cores."""
     return measure_threads() if CLUSTER else all_cores()
+
+
+# Under claim-group placement each GPU's jobs pin to a CPU slice of their own (host.cpu_slice: the GPUs
+# sharing a NUMA node split its cores), and the kinds of point config `host_to_itself` lists take every
+# core, so that nothing runs beside them (gpurepro/placement/host_share.py; benchmarks/isolation.py
+# measured which need it). Jobs read the GPUs measuring side by side from the environment.
+HOST_TO_ITSELF = frozenset(config["host_to_itself"])
+if PLACED:
+    os.environ[SLICE_GPUS_VAR] = ",".join(str(g) for g in GPUS)
+
+
+def placed_threads(rule):
+    """The threads of a placed measuring rule's jobs: every core for the kinds that keep the host to
+    themselves under claim-group placement, one otherwise; without placement, as before (every inference
+    point takes every core: host_bound_threads; the other studies one)."""
+    if not PLACED:
+        return host_bound_threads() if rule.startswith("infer_") else measure_threads()
+    return lambda wildcards: (
+        all_cores()
+        if host_share.takes_the_host(rule, dict(wildcards.items()), HOST_TO_ITSELF)
+        else measure_threads()
+    )
 
 
 def check_inference_points(key, precisions, modes):

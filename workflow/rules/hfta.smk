@@ -121,7 +121,7 @@ rule hfta_point:
         precision="fp32|fp16|bf16",
         b=r"\d+",
         run=r"\d+",
-    threads: measure_threads()
+    threads: placed_threads("hfta_point")
     resources:
         **placed_resources("hfta_point"),
     params:

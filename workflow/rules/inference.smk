@@ -137,7 +137,7 @@ for family, shape in INFERENCE_FAMILIES.items():
             f"{RESULTS}/logs/inference/{family}/{shape['stem']}.log",
         benchmark:
             f"{RESULTS}/benchmarks/inference/{family}/{shape['stem']}.tsv"
-        threads: host_bound_threads()
+        threads: placed_threads(f"infer_{family}")
         resources:
             **placed_resources(f"infer_{family}"),
         params:

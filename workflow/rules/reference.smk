@@ -16,7 +16,7 @@ rule reference_run:
         f"{RESULTS}/logs/reference/rates.log",
     benchmark:
         f"{RESULTS}/benchmarks/reference/rates.tsv"
-    threads: measure_threads()
+    threads: placed_threads("reference_run")
     resources:
         **placed_resources("reference_run"),
     params:

@@ -22,7 +22,7 @@ rule sgemm_run:
         f"{RESULTS}/logs/sgemm/{{backend}}_n{{n}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/sgemm/{{backend}}_n{{n}}.tsv"
-    threads: measure_threads()
+    threads: placed_threads("sgemm_run")
     resources:
         **placed_resources("sgemm_run"),
     params:
