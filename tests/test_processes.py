@@ -96,6 +96,19 @@ def test_the_across_process_table_counts_processes_and_keeps_a_failed_one_apart(
     assert "run 4: failed: CUDA error: out of memory" in failed["reason"].iloc[0]
 
 
+def test_a_points_processes_on_different_gpus_are_pooled_and_the_row_names_them() -> None:
+    """With claim-affine placement a point's group may run on GPU 1 in rounds 1 and 2 and on GPU 3 in
+    round 3: the three processes make one row (not one per GPU, which left claims with two rows where
+    they read one), and the row lists both GPUs."""
+    rows = [*_inference_rows(1, 5.0), *_inference_rows(2, 10.0), *_inference_rows(3, 6.0)]
+    for row, device in zip(rows, ["1", "1", "1", "1", "3", "3"], strict=True):
+        row["device"] = device
+    table = process_table.summarise(pd.DataFrame(rows), ["study", "profile", "device", "model", "mode"])
+    latency = table[(table["metric"] == "latency") & (table["statistic"] == "processes")]
+    assert latency["value"].tolist() == [3.0] and latency["device"].tolist() == ["1,3"]
+    assert list(table.columns[:5]) == ["study", "profile", "model", "mode", "device"]
+
+
 def _hfta_rows(mode: str, b: int, run: int, throughput: float) -> dict:
     return {"study": "hfta", "profile": "h100", "gpu_name": "H100", "workload": "resnet18", "batch_size": 128,
             "image_size": 64, "seq_len": 128, "precision": "fp16", "mode": mode, "step": "stock", "b": b,

@@ -446,6 +446,8 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
         over = processes[(processes["metric"] == "latency") & (processes["per_process"] == "median")]
         over = over.set_index("statistic")["value"]
         assert over["processes"] == 2 and over["ci_low"] <= over["median"] <= over["ci_high"]
+        # each figure names its processes' GPUs by UUID: none on the cpu, whose "GPU" is the CPU
+        assert "gpu_uuids" in processes and processes["gpu_uuids"].isna().all()
         raw = results / "inference" / "raw" / family
         assert sorted(p.name for p in raw.iterdir()) == sorted(
             f"{point}_run{run}{suffix}"
@@ -473,6 +475,12 @@ def test_cpu_pipeline_end_to_end(workflow_copy: Path) -> None:
     verdict = pd.read_csv(results / "verdict.csv")
     assert len(verdict) >= 20 and set(verdict["status"]) == {"not measured"}
     assert verdict["detail"].str.startswith("no GPU in this run").all()
+    # where each claim's sides ran: the cpu's rows name no GPU, and its jobs overlapped on its cores
+    sides = verdict["sides"].fillna("")
+    assert (
+        sides.str.startswith("no GPU in the run (the CPU)").any()
+        and sides.str.contains("beside them: ").any()
+    )
     page = (results / "verdict.md").read_text()
     assert page.index("## Per paper") < page.index("## Regression checks")
     assert "| SC22 GPU variability (Sinha et al.) | **not measured (0 of 2 claims testable here)** |" in page

@@ -16,7 +16,7 @@ from ..errors import GpureproError
 from ..hardware import load_hardware
 from ..profiles import project_root
 from ..verdict import campaign as on_campaign
-from ..verdict import render
+from ..verdict import render, sides
 from ..verdict.claims import load_claims
 from ..verdict.evaluate import evaluate
 from ..verdict.here import Here
@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         tables = {path.stem: read_table("--tables", path) for path in args.tables}
         plots = linked(args.plots)
         outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
+        outcomes = sides.described(outcomes, tables, args.results)
         measured = how_measured(args.results)
     else:
         if args.tables or args.gpus is not None:

@@ -37,7 +37,7 @@ from .grade import (
     interval_text,
     metric_kind,
 )
-from .points import PROCESS, PROTOCOL, central, describe_point, key_columns, normal
+from .points import PROCESS, PROTOCOL, central, describe_point, key_columns, normal, uuids_of
 from .runs import Run
 from .samples import compared_statistic, reps
 
@@ -61,6 +61,8 @@ COLUMNS = [
     "b_value",
     "processes_a",
     "processes_b",
+    "gpu_uuids_a",
+    "gpu_uuids_b",
     "ratio",
     "ci_low",
     "ci_high",
@@ -337,6 +339,7 @@ def _pair(context: Context, a: Side, b: Side) -> Row:
     kind = metric_kind(str(row["metric"]), unit, str(row["statistic"]))
     out: Row = {"unit": unit, "kind": kind, "pace": context.pace, "a_value": a.value, "b_value": b.value}
     out.update(processes_a=a.processes, processes_b=b.processes)
+    out.update(gpu_uuids_a=uuids_of(a.rows), gpu_uuids_b=uuids_of(b.rows))
     if why := _why_not(a, b, kind):
         return {**out, **_not_comparable(why)}
     if kind == "dispersion":

@@ -3,8 +3,8 @@
 The rule: a point's key is every column of the long table except
 - the long columns themselves (metric, statistic, value, unit),
 - IDENTITY: what names the run, the GPU or the file rather than the workload (profile, device index,
-  GPU name/UUID/serial, source file, status and reason, host), which differs between two runs of one
-  point by design, and
+  GPU name/UUID/serial, the processes' runs and GPUs a summary row names, source file, status and
+  reason, host), which differs between two runs of one point by design, and
 - PROCESS: which of the point's independent processes a row is (`run`, 1..k): the processes of one point
   are its sample, collapsed into one value per side (their median) and one interval (across them),
 - PROTOCOL: how the point was measured (cast_protocol; energy_method for energy and power metrics). Two
@@ -21,12 +21,19 @@ import pandas as pd
 
 from ..tables import LONG_COLUMNS
 
+# The columns that name the GPU (by NVML UUID) of a row's processes: one process's (study tables), each
+# process's in the order of `runs` (across-process and speedup tables), a speedup's baseline processes'.
+GPU_COLUMNS = ("gpu_uuid", "gpu_uuids", "baseline_gpu_uuids")
+
 IDENTITY = [
     "profile",
     "device",
     "devices",
     "gpu_name",
     "gpu_uuid",
+    *GPU_COLUMNS[1:],
+    "runs",
+    "baseline_runs",
     "gpu_serial",
     "source_file",
     "status",
@@ -75,6 +82,26 @@ def central(table: pd.DataFrame) -> pd.DataFrame:
     has_median = (statistic == "median").groupby(groups).transform("any")
     keep = ~spread & (~has_median | (statistic == "median"))
     return table[keep]
+
+
+def uuids_of(rows: list[dict[str, Any]]) -> str:
+    """The distinct GPU UUIDs the rows' processes ran on, sorted, ';'-joined; '' where no row names one
+    (the CPU, or a table older than the UUID columns: unknown, never an error)."""
+    found = {
+        uuid.strip()
+        for row in rows
+        for column in GPU_COLUMNS
+        for uuid in normal(row.get(column)).split(",")
+        if uuid.strip()
+    }
+    return ";".join(sorted(found))
+
+
+def short_uuid(uuid: str) -> str:
+    """A GPU UUID as people tell GPUs apart: its first 8 hex digits ('GPU-8fd2ceae'; a MIG device's
+    'MIG-' UUID likewise)."""
+    prefix, _, rest = uuid.partition("-")
+    return f"{prefix}-{rest[:8]}" if rest else uuid
 
 
 def describe_point(keys: dict[str, str]) -> str:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from . import hostbound
 from .grade import NOISE_FLOOR, NOT_COMPARABLE, SAME
+from .points import short_uuid
 
 HOW_GRADED = (
     "Each metric both runs measured is matched on its point's key columns (every column but the value, "
@@ -74,6 +75,30 @@ def _cells(row: pd.Series) -> list[str]:
     ]
 
 
+def _uuids(cells: pd.Series) -> set[str]:
+    return {uuid for cell in cells.dropna().astype(str) for uuid in cell.split(";") if uuid}
+
+
+def gpu_line(rows: pd.DataFrame) -> str:
+    """Which GPUs each run's rows came from (by UUID), and how many rows' sides ran on different GPUs;
+    '' where neither run's tables name a GPU (the CPU, or tables older than the UUID columns)."""
+    if not {"gpu_uuids_a", "gpu_uuids_b"} <= set(rows.columns):
+        return ""
+    a, b = _uuids(rows["gpu_uuids_a"]), _uuids(rows["gpu_uuids_b"])
+    if not a and not b:
+        return ""
+    both = rows[(rows["gpu_uuids_a"].fillna("") != "") & (rows["gpu_uuids_b"].fillna("") != "")]
+    differ = int((both["gpu_uuids_a"] != both["gpu_uuids_b"]).sum())
+
+    def named(uuids: set[str]) -> str:
+        return ", ".join(short_uuid(u) for u in sorted(uuids)) or "not recorded"
+
+    return (
+        f"GPUs: A's rows on {named(a)}, B's on {named(b)}; {differ} of {len(both)} rows compare processes "
+        "on different GPUs (gpu_uuids_a, gpu_uuids_b in compare.csv)."
+    )
+
+
 def resolved(table: pd.DataFrame) -> pd.DataFrame:
     """The rows whose change exceeds the noise, their point prefixed with its table: what a reader looks
     for first, gathered from every study."""
@@ -111,6 +136,8 @@ def markdown(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
     sections = [("Changes beyond noise", resolved(table)), *table.groupby("study", sort=True)]
     for study, rows in sections:
         lines += [f"## {study}", "", f"{counts(rows)}."]
+        if gpus := gpu_line(rows):
+            lines += ["", gpus]
         if reference:
             lines += ["", f"Different GPUs: reference rates B/A: {reference}."]
         lines += ["", f"| {' | '.join(HEADERS)} |", "|" + "---|" * len(HEADERS)]
@@ -157,6 +184,8 @@ def to_html(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
     reference = reference_line(changes)
     for study, rows in [("Changes beyond noise", resolved(table)), *table.groupby("study", sort=True)]:
         parts += [f"<h2>{e(str(study))}</h2>", f"<p>{e(counts(rows))}.</p>"]
+        if gpus := gpu_line(rows):
+            parts.append(f"<p>{e(gpus)}</p>")
         if reference:
             parts.append(f"<p>Different GPUs: reference rates B/A: {e(reference)}.</p>")
         cells = [_cells(row) for _, row in rows.iterrows()]

@@ -20,7 +20,9 @@ speedup has its 95% interval across processes (`max_ci_low`, `max_ci_high`, `at_
 the fused point's and the baseline point's throughputs paired by run where both ran in at least five
 of the same runs (process_stats.PAIRED_MIN_ROUNDS), else as independent groups of processes
 (process_stats.ratio_interval), NaN where a side ran in one process only; `processes` and
-`baseline_processes` say how many processes each side's point ran in.
+`baseline_processes` say how many processes each side's point ran in, `runs` and `baseline_runs` which,
+and `gpu_uuids` and `baseline_gpu_uuids` the GPU each of them ran on, in the same order (process_table's
+convention; empty where none recorded one).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import pandas as pd
 
 from ..process_stats import ratio_interval
+from ..process_table import gpu_list, gpus_by_run
 from ..results import read_sidecar
 from ..tables import long_frame, point_keys, single
 from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
@@ -43,7 +46,7 @@ SAME_SETUP = ["profile", "workload", "batch_size", "image_size", "seq_len"]
 BASELINES = ("serial", "concurrent", "mps")
 GIB = 2**30
 # A point over its processes (process_table): its keys without the run, and what it trained.
-PROCESS_KEYS = ["study", "profile", "device", "gpu_name", *POINT_KEYS[:-1], "batch_size", "image_size",
+PROCESS_KEYS = ["study", "profile", "gpu_name", *POINT_KEYS[:-1], "batch_size", "image_size",
                 "seq_len", "optimizer", "lr", "data"]  # fmt: skip
 _DESCRIBED = ["batch_size", "image_size", "seq_len", "optimizer", "lr", "timed_steps",
               "warmup_steps_per_model", "data"]  # fmt: skip
@@ -182,15 +185,44 @@ def _by_run(rows: pd.DataFrame) -> dict[int, dict[int, float]]:
     return out
 
 
+def _gpus_by_b(rows: pd.DataFrame) -> dict[int, dict[int, str]]:
+    """The GPU UUID of each run (process) at each B: B -> run -> UUID."""
+    ok = rows[rows["status"] == "ok"]
+    return {int(b): gpus_by_run(at_b) for b, at_b in ok.groupby("b")}
+
+
+def _sides(
+    fused: dict[int, float],
+    baseline: dict[int, float],
+    fused_gpus: dict[int, str],
+    baseline_gpus: dict[int, str],
+) -> dict[str, Any]:
+    """The processes behind each side of a speedup and the GPU each ran on (process_table's convention:
+    `runs` and `gpu_uuids` in the same order), so the verdict can say whether the sides shared a GPU."""
+    return {
+        "processes": len(fused),
+        "baseline_processes": len(baseline),
+        "runs": ",".join(str(run) for run in fused),
+        "gpu_uuids": gpu_list(fused, fused_gpus),
+        "baseline_runs": ",".join(str(run) for run in baseline),
+        "baseline_gpu_uuids": gpu_list(baseline, baseline_gpus),
+    }
+
+
 def _speedup(
-    common: dict[str, Any], statistic: str, value: float, fused: dict[int, float], baseline: dict[int, float]
+    common: dict[str, Any],
+    statistic: str,
+    value: float,
+    fused: dict[int, float],
+    baseline: dict[int, float],
+    gpus: tuple[dict[int, str], dict[int, str]],
 ) -> list[dict[str, Any]]:
     """A speedup row and the rows of its 95% interval across processes, paired by run where both points
     ran in enough of the same runs, else over the two points' processes as independent groups
     (process_stats.ratio_interval); NaN ends where a side ran in one process."""
     interval = ratio_interval(fused, baseline)
-    # the processes behind each side, so a reading of the speedup says at how many it stands
-    common = {**common, "processes": len(fused), "baseline_processes": len(baseline)}
+    # the processes behind each side, so a reading of the speedup says at how many it stands and where
+    common = {**common, **_sides(fused, baseline, *gpus)}
     return [
         {**common, "statistic": statistic, "value": value},
         {**common, "statistic": f"{statistic}_ci_low", "value": interval.low},
@@ -202,12 +234,14 @@ def _speedup_rows(
     base: dict[str, Any],
     curves: dict[tuple[str, str], pd.Series],
     runs: dict[tuple[str, str], dict[int, dict[int, float]]],
+    gpus: dict[tuple[str, str], dict[int, dict[int, str]]],
     fused_step: str,
 ) -> list[dict[str, Any]]:
     """The speedups of the fused array's curve (with `fused_step`) over every baseline curve, each step
     of it, with their intervals across processes."""
     fused = curves[("hfta", fused_step)]
     fused_runs = runs[("hfta", fused_step)]
+    fused_gpus = gpus[("hfta", fused_step)]
     best_b = int(fused.idxmax())
     out = []
     for (baseline, baseline_step), curve in curves.items():
@@ -218,6 +252,7 @@ def _speedup_rows(
             "b": best_b, "metric": "speedup", "unit": "x",
         }  # fmt: skip
         baseline_runs = runs[(baseline, baseline_step)]
+        baseline_gpus = gpus[(baseline, baseline_step)]
         peak_b = int(curve.idxmax())
         out += _speedup(
             {**common, "baseline_b": peak_b},
@@ -225,6 +260,7 @@ def _speedup_rows(
             fused.max() / curve.max(),
             fused_runs.get(best_b, {}),
             baseline_runs.get(peak_b, {}),
+            (fused_gpus.get(best_b, {}), baseline_gpus.get(peak_b, {})),
         )
         at_best = _at(curve, best_b, baseline)
         if at_best is not None:
@@ -235,6 +271,7 @@ def _speedup_rows(
                 fused.max() / rate,
                 fused_runs.get(best_b, {}),
                 baseline_runs.get(baseline_b, {}),
+                (fused_gpus.get(best_b, {}), baseline_gpus.get(baseline_b, {})),
             )
     return out
 
@@ -262,9 +299,11 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
         }  # fmt: skip
         curves: dict[tuple[str, str], pd.Series] = {}
         runs: dict[tuple[str, str], dict[int, dict[int, float]]] = {}
+        gpus: dict[tuple[str, str], dict[int, dict[int, str]]] = {}
         for (mode, step), rows in group.groupby(["mode", "step"]):
             curves[(mode, step)] = curve = _curve(rows)
             runs[(mode, step)] = _by_run(rows)
+            gpus[(mode, step)] = _gpus_by_b(rows)
             which = {"mode": mode, "step": step, "statistic": "max"}
             out.append(
                 {
@@ -281,9 +320,9 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
         for step in step_order(group["step"]):
             fused = curves.get(("hfta", step))
             if fused is not None and not fused.empty:
-                out += _speedup_rows(base, curves, runs, step)
+                out += _speedup_rows(base, curves, runs, gpus, step)
     columns = ["study", "profile", "gpu_name", "workload", "batch_size", "image_size", "seq_len",
                "precision", "mode", "step", "baseline", "baseline_step", "b", "baseline_b", "repeats",
-               "processes", "baseline_processes",
+               "processes", "baseline_processes", "runs", "gpu_uuids", "baseline_runs", "baseline_gpu_uuids",
                "metric", "statistic", "value", "unit"]  # fmt: skip
     return _order(pd.DataFrame(out, columns=columns))

@@ -34,8 +34,9 @@ from ..telemetry.energy import subwindow_powers
 from . import pace
 
 POINT_KEYS = ["family", "model", "seq_len", "batch_size", "precision", "mode", "run"]
-# A point over its processes (process_table): its keys without the run, and where it was measured.
-PROCESS_KEYS = ["study", "profile", "device", "gpu_name", *POINT_KEYS[:-1], "cast_protocol"]
+# A point over its processes (process_table): its keys without the run, and the GPU model that measured
+# it (pooled across cards: the row lists the device indices, process_table.devices_of).
+PROCESS_KEYS = ["study", "profile", "gpu_name", *POINT_KEYS[:-1], "cast_protocol"]
 MODEL_ORDER = ["deit-t", "deit-s", "deit-b", "bert-b", "bert-l"]
 PRECISION_ORDER = ["fp32", "tf32", "fp16", "bf16"]
 MODE_ORDER = ["eager", "compile", "cudagraph"]

@@ -41,6 +41,8 @@ class Outcome:
     unsettled: tuple[int, ...] = ()
     # the claim of the same table whose reading this one took (scaling.through), if it took one
     through: str | None = None
+    # whether its sides shared a GPU round by round and what ran beside them (sides.py); '' unknown
+    sides: str = ""
 
     @property
     def inconclusive(self) -> bool:

@@ -44,6 +44,7 @@ COLUMNS = [
     "tolerance_why",
     "scaling_why",
     "detail",
+    "sides",
     "plot",
     "source",
     "source_where",
@@ -140,6 +141,7 @@ def frame(outcomes: list[Outcome]) -> pd.DataFrame:
                 "tolerance_why": claim.tolerance.why,
                 "scaling_why": claim.scaling.why if claim.scaling else "",
                 "detail": o.detail,
+                "sides": o.sides,
                 "plot": o.plot or "",
                 "source": source_text(o),
                 "source_where": claim.source.get("where", ""),
@@ -232,6 +234,8 @@ def _details(outcomes: list[Outcome]) -> list[str]:
             lines.append(f"- direction: the value is {c.direction.describe()}")
         lines += _protocol_lines(c)
         lines.append(f"- result: {o.detail}")
+        if o.sides:
+            lines.append(f"- GPUs of its sides: {o.sides}")
         if c.note:
             lines.append(f"- note: {c.note}")
         if c.source.get("versions"):
@@ -393,7 +397,9 @@ def _html_claims(outcomes: list[Outcome]) -> list[str]:
             f'<tr style="background:{_COLOURS[o.grade]}"><td>{e(c.claim)}<br><small>{e(c.id)}</small></td>'
             f"<td><small>{e(_judged(o))}</small></td><td>{e(o.describe_expected())}</td>"
             f"<td>{e(o.describe_measured())}</td><td>{e(o.describe_processes())}</td>"
-            f"<td><b>{e(o.status)}</b><br><small>{e(o.detail)}</small></td>"
+            f"<td><b>{e(o.status)}</b><br><small>{e(o.detail)}</small>"
+            + (f"<br><small>GPUs of its sides: {e(o.sides)}</small>" if o.sides else "")
+            + "</td>"
             f"<td><small>{why}</small></td><td><small>{source}</small></td><td>{e(c.plot or '')}</td></tr>"
         )
     return [*rows, "</table>"]
