@@ -4,6 +4,7 @@ stays a first screen whose setup commands are the ones CI runs."""
 
 from __future__ import annotations
 
+import json
 import re
 import tarfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import pandas as pd
 from .conftest import ROOT, run_gpurepro, run_snakemake
 
 ARCHIVE = ROOT / "reference-runs" / "h200-quick-2026-11-28.tar.gz"
+PLACED = ROOT / "reference-runs" / "h200x4-placed-quick-2026-11-28.tar.gz"
 
 
 def test_the_reference_run_compares_with_itself_as_the_same_within_noise(tmp_path: Path) -> None:
@@ -27,6 +29,24 @@ def test_the_reference_run_compares_with_itself_as_the_same_within_noise(tmp_pat
     assert result.returncode == 0, result.stderr[-2000:]
     said = re.search(r"(\d+) same within noise(.*?); wrote", result.stdout + result.stderr)
     assert said and int(said[1]) > 250 and said[2] == "", result.stdout + result.stderr
+
+
+def test_the_placed_run_pools_a_points_processes_across_cards_and_names_them(tmp_path: Path) -> None:
+    """The four-GPU placed run: the DeiT group ran on GPU 1 in rounds 1-2 and GPU 3 in round 3
+    (placement.json), and each DeiT-B point is one row over its three processes naming both cards."""
+    with tarfile.open(PLACED) as packed:
+        packed.extractall(tmp_path, filter="data")
+    (device,) = [p.parent for p in tmp_path.rglob("placement.json")]
+    rounds = json.loads((device / "placement.json").read_text())["groups"]["deit/batch=1/precision=fp16"]
+    assert rounds == {"1": 1, "2": 1, "3": 3}
+    table = pd.read_csv(device / "tables" / "inference_deit_processes.csv", dtype={"device": str})
+    eager = table[(table["model"] == "deit-b") & (table["mode"] == "eager") & (table["metric"] == "latency")]
+    counted = eager[(eager["per_process"] == "median") & (eager["statistic"] == "processes")]
+    assert len(counted) == 1 and counted["value"].iloc[0] == 3 and counted["device"].iloc[0] == "1,3"
+    uuids = counted["gpu_uuids"].iloc[0].split(",")
+    assert len(uuids) == 3 and uuids[0] == uuids[1] != uuids[2]
+    verdict = pd.read_csv(device / "verdict.csv")
+    assert verdict["sides"].fillna("").str.contains("claim groups placed over GPUs 0, 1, 2, 3").any()
 
 
 def test_snakemake_compare_takes_the_reference_archive(workflow_copy: Path) -> None:

@@ -1,6 +1,7 @@
 """A run packed into one archive (`gpurepro pack`): its tables, raw files with their provenance sidecars
-and telemetry, and its verdict; a `<archive>.sha256` beside it (sha256sum's format). `gpurepro compare`
-takes such an archive for A or B: the checksum is verified, then it is unpacked to a temporary folder."""
+and telemetry, its verdict and, for a placed run, where each claim group ran (placement.json); a
+`<archive>.sha256` beside it (sha256sum's format). `gpurepro compare` takes such an archive for A or B:
+the checksum is verified, then it is unpacked to a temporary folder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..errors import GpureproError
 
 SUFFIX = ".tar.gz"
 # What a comparison or a reviewer needs from a run; logs, plots and benchmarks are left out (remade).
-PACKED = ("tables/*.csv", "*/raw/**/*", "verdict*", "config/*.yaml")
+PACKED = ("tables/*.csv", "*/raw/**/*", "verdict*", "config/*.yaml", "placement.json")
 
 
 def checksum_path(archive: Path) -> Path:
