@@ -436,3 +436,18 @@ def test_a_host_bound_change_within_the_hosts_spread_is_the_same_within_noise(
     busy = make_run(tmp_path / "c", latency_ms=latency_ms, seed=5)
     _with_utilisation(busy, 60.0)
     assert _row(_compare(a, busy), "latency", statistic="median")["grade"] == SLOWER
+
+
+def test_reference_rates_of_every_gpu_of_a_placed_run_are_its_processes(tmp_path: Path) -> None:
+    """A placed run measures the reference rates once on each GPU: the table has one row per card for
+    the point, which compare takes as that many processes (their median, an interval across them), not
+    as one process measured twice (ambiguous)."""
+    a = make_run(tmp_path / "a", seed=0)
+    b = make_run(tmp_path / "b", seed=10)
+    path = b / "tables" / "reference.csv"
+    one = pd.read_csv(path)
+    other = one.assign(gpu_uuid="GPU-bbbbbbbb", device="1", source_file="rates_gpu1.csv")
+    pd.concat([one, other]).to_csv(path, index=False)
+    rate = _row(_compare(a, b), "fp32_gemm", statistic="median")
+    assert rate["grade"] == SAME and rate["processes_a"] == 1 and rate["processes_b"] == 2
+    assert "ambiguous" not in str(rate["summary"])

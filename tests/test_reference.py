@@ -53,3 +53,30 @@ def test_the_command_writes_raw_rates_once_and_the_table(tmp_path: Path) -> None
     medians = table[table["statistic"] == "median"]
     assert sorted(medians["metric"]) == ["fp16_gemm", "fp32_gemm", "memory_bandwidth"]
     assert set(table["gpu_name"]) == {"cpu"} and set(table["study"]) == {"reference"}
+
+
+def _raw_rates(folder: Path, gpu: int, uuid: str, fp32: float) -> Path:
+    """A raw rates file of GPU `gpu` as `gpurepro reference` writes it, with its provenance sidecar."""
+    raw = folder / f"rates_gpu{gpu}.csv"
+    rows = pd.DataFrame(
+        [{"profile": "h100", "device": str(gpu), "reference": "fp32_gemm", "rep": rep, "value": fp32 + rep,
+          "unit": "TFLOP/s", "n": 8192} for rep in range(3)]
+    )  # fmt: skip
+    rows.to_csv(raw, index=False)
+    gpus = [{"index": gpu, "name": "NVIDIA H100 80GB HBM3", "uuid": uuid}]
+    raw.with_name(f"rates_gpu{gpu}.provenance.json").write_text(json.dumps({"profile": "h100", "gpus": gpus}))
+    return raw
+
+
+def test_the_table_holds_each_gpus_rates_by_uuid_and_index(tmp_path: Path) -> None:
+    """Under claim-group placement every GPU measures its rates (rates_gpu<g>.csv): one row per GPU and
+    rate in tables/reference.csv, each naming its GPU, which the verdict matches to a claim's points."""
+    raws = [_raw_rates(tmp_path, 0, "GPU-aaaa", 50.0), _raw_rates(tmp_path, 2, "GPU-cccc", 48.0)]
+    table_path = tmp_path / "reference.csv"
+    result = run_gpurepro("aggregate", "reference", *map(str, raws), "--out", str(table_path))
+    assert result.returncode == 0, result.stderr
+    medians = pd.read_csv(table_path).query("statistic == 'median'")
+    assert medians[["device", "gpu_uuid", "value", "source_file"]].values.tolist() == [
+        [0, "GPU-aaaa", 51.0, "rates_gpu0.csv"],
+        [2, "GPU-cccc", 49.0, "rates_gpu2.csv"],
+    ]

@@ -5,6 +5,7 @@ the jobs it holds (a dry-run of one figure does not estimate the whole pipeline)
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -274,3 +275,58 @@ def test_the_variability_node_job_takes_one_gpus_run_not_one_per_gpu(workflow_co
     planned = _dry_run(workflow_copy, "variability", "--cores", "8", "--config", *config)
     backends = 2 if "rule build_kernels:" in planned else 1  # cublas and tiled where nvcc builds them
     assert f"measurements: variability {backends} job" in planned, planned[-600:]
+
+
+# On a cluster the limit is how many SLURM jobs run at once, and a group job is one of them.
+
+
+def test_on_a_cluster_a_group_job_runs_its_jobs_one_after_another_as_one_of_the_jobs_at_once() -> None:
+    jobs = [
+        PlannedJob("a", group="g"),
+        PlannedJob("b", group="g"),
+        PlannedJob("c"),
+        PlannedJob("d", group="h", after=(0,)),
+    ]
+    seconds = [5, 7, 3, 1]
+    # here a and b run side by side; on the cluster one after another in g's job, which d waits for
+    assert schedule.simulate(jobs, seconds, cores=8, capacity={}).wall_s == 7
+    assert schedule.simulate_cluster(jobs, seconds, slots=2).wall_s == 13  # g with c beside it, then d
+    assert schedule.simulate_cluster(jobs, seconds, slots=1).wall_s == 16  # g, c, d
+    assert schedule.simulate_cluster(jobs, seconds, slots=16).wall_s == 13
+
+
+def test_a_group_job_waits_for_what_its_jobs_wait_for_outside_it() -> None:
+    jobs = [PlannedJob("x", group="g", after=(2,)), PlannedJob("y", group="g"), PlannedJob("z")]
+    units, seconds = schedule.group_units(jobs, [2, 3, 4])
+    assert [(unit.rule, unit.after) for unit in units] == [("x", (1,)), ("z", ())] and seconds == [5, 4]
+    # a job waiting for another of its own group is no wait of the group job
+    inside = [PlannedJob("x", group="g"), PlannedJob("y", group="g", after=(0,))]
+    assert schedule.group_units(inside, [2, 3])[0][0].after == ()
+
+
+def test_the_cluster_estimate_says_it_is_a_wall_time_for_the_jobs_at_once() -> None:
+    jobs = [PlannedJob("infer_deit", group="g"), PlannedJob("infer_deit", group="g"), PlannedJob("plot_deit")]
+    settings = _settings()
+    found = estimate.estimate(jobs, settings, Path("no-results"), 1, {}, cluster_jobs=16)
+    line = estimate.describe(found, 1).splitlines()[0]
+    assert "of wall time on the cluster with 16 SLURM jobs running at once (the profile's jobs:)" in line
+    assert "the 1 claim-group jobs each measuring" in line and "with 1 core" not in line
+    here = estimate.estimate(jobs, settings, Path("no-results"), 4, {})
+    assert " with 4 cores;" in estimate.describe(here, 4) and here.cluster_jobs is None
+
+
+def test_the_slurm_profiles_plan_is_estimated_for_its_jobs_at_once(workflow_copy: Path) -> None:
+    """The quick H100 plan on the cluster: far below the serial sum a dry-run on one core prints."""
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    cluster = _dry_run(
+        workflow_copy, "--profile", "profiles/slurm", "--quiet", "--config", "device=h100", "quick=true"
+    )
+    serial = _dry_run(workflow_copy, "--cores", "1", "--quiet", "--config", "device=h100", "quick=true")
+
+    def wall(planned: str) -> float:
+        printed = re.search(r"jobs planned, about (.+?) (?:with|of wall time)", planned)
+        assert printed, planned[-3000:]
+        units = {"h": 3600, "min": 60, "s": 1}
+        return sum(int(value) * units[unit] for value, unit in re.findall(r"(\d+) (h|min|s)\b", printed[1]))
+
+    assert "SLURM jobs running at once" in cluster and wall(cluster) < wall(serial) / 2

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -108,6 +109,43 @@ def expected_resources(rule: str) -> dict[str, object]:
     return {**DEFAULT_RESOURCES, **SET_RESOURCES.get(rule, {})}
 
 
+def group_members(log: str) -> dict[str, list[str]]:
+    """Each group job Snakemake submitted, by name: its jobs' rules, as its log lists them (indented,
+    after a blank line, each with its shell command on a line of its own)."""
+    groups: dict[str, list[str]] = {}
+    rules: list[str] | None = None
+    for line in log.splitlines():
+        opened = re.search(r"Group job (\S+) \(jobs in lexicogr\. order\):$", line)
+        if opened:
+            # the first listing: a failed job's log (show-failed-logs) lists each job again
+            rules = None if opened.group(1) in groups else groups.setdefault(opened.group(1), [])
+        elif rules is not None and (member := re.fullmatch(r"\s+rule (\w+):", line)):
+            rules.append(member.group(1))
+        elif rules is not None and line and not line.startswith((" ", "\t", "Shell command:")):
+            rules = None
+    return groups
+
+
+def job_rules(comment: str, groups: dict[str, list[str]]) -> list[str]:
+    """The rules of the jobs one SLURM job ran: a group job's comment is rule_<group>_<its rules>."""
+    for name, rules in groups.items():
+        if comment.startswith(f"rule_{name}_"):
+            return rules
+    return [re.sub(r"^rule_(.+?)(?:_wildcards_.*)?$", r"\1", comment)]
+
+
+def asked_resources(rules: list[str]) -> dict[str, object]:
+    """What a SLURM job of these rules' jobs asks for: a group job runs them one after another (profiles/
+    slurm cores: 1), so it asks for the most cores and memory of any and the sum of their runtimes."""
+    each = [expected_resources(rule) for rule in rules]
+    return {
+        **each[0],
+        "cpus_per_task": max(r["cpus_per_task"] for r in each),
+        "mem_mb": max(r["mem_mb"] for r in each),
+        "runtime": sum(r["runtime"] for r in each),
+    }
+
+
 def accounted_jobs(workflow: Path, count: int) -> pd.DataFrame:
     """sacct's record of the jobs submitted from `workflow`, one row per job with its rule, once all
     `count` are there (slurmctld hands a job's end to slurmdbd a moment after it ends)."""
@@ -162,14 +200,21 @@ def test_cpu_quick_pipeline_runs_through_sbatch(workflow_copy: Path) -> None:
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]
 
-    # every job that is not a local rule went through sbatch, and sacct shows it with what its rule asked
+    # every job that is not a local rule went through sbatch, alone or in its claim group's job, and sacct
+    # shows it with what its rules asked
+    groups = group_members(log)
     remote_rules = set(re.findall(r"^rule (\w+):$", log, re.MULTILINE))
-    assert "sgemm_run" in remote_rules and "plot_sgemm" not in remote_rules
+    assert "sgemm_run" in {rule for rules in groups.values() for rule in rules}
+    assert "plot_sgemm" not in remote_rules
     jobs = accounted_jobs(workflow_copy, len(submitted_jobs(log)))
-    assert sorted(jobs["JobID"]) == sorted(submitted_jobs(log)) and set(jobs["rule"]) == remote_rules
+    assert sorted(jobs["JobID"]) == sorted(submitted_jobs(log))
+    jobs["rules"] = [job_rules(comment, groups) for comment in jobs["Comment"]]
+    assert {rule for rules in jobs["rules"] for rule in rules} == remote_rules | {
+        rule for rules in groups.values() for rule in rules
+    }
     assert set(jobs["State"]) == {"COMPLETED"}, jobs[["JobID", "rule", "State"]]
     for job in jobs.itertuples():
-        asked = expected_resources(job.rule)
+        asked = asked_resources(job.rules)
         assert job.Partition == asked["slurm_partition"] and job.Account == asked["slurm_account"], job
         assert int(job.ReqCPUS) == asked["cpus_per_task"], job
         assert job.ReqMem == f"{asked['mem_mb']}M", job
@@ -194,24 +239,94 @@ def test_cpu_quick_pipeline_runs_through_sbatch(workflow_copy: Path) -> None:
 
 
 def test_gpu_job_asks_for_its_model_and_fails_plainly_without_a_gpu(workflow_copy: Path) -> None:
-    target = "results/h100/sgemm/raw/torch_n256.csv"
+    # an SGEMM point and the reference rates: one claim group, so one job of one GPU
+    targets = ["results/h100/sgemm/raw/torch_n256.csv", "results/h100/reference/raw/rates.csv"]
     started = time.monotonic()
-    result = through_slurm(workflow_copy, target, "--config", "device=h100", "quick=true", timeout=600)
+    result = through_slurm(workflow_copy, *targets, "--config", "device=h100", "quick=true", timeout=600)
     log = result.stdout + result.stderr
     assert result.returncode != 0, log[-4000:]
     assert time.monotonic() - started < 300, "the failed GPU job kept Snakemake waiting"
 
     (job_id,) = submitted_jobs(log)
-    assert re.search(rf"SLURM-job '{job_id}' failed, SLURM status is: 'FAILED'", log), log[-4000:]
+    assert group_members(log) == {"sgemm_round-1": ["reference_run", "sgemm_run"]}, log[-4000:]
+    # Snakemake 9.27 reports a failed group job as such, without the plugin's SLURM status
+    assert "Error in group sgemm_round-1" in log, log[-4000:]
     (job,) = accounted_jobs(workflow_copy, 1).itertuples()
+    # one GPU for both, which run one after another: the most either asks, and both runtimes
     assert "--gpus=h100:1" in job.SubmitLine, job.SubmitLine
     assert "gres/gpu:h100=1" in job.ReqTRES and job.NodeList == GPU_NODE, job
+    assert job.Timelimit == timelimit(asked_resources(["sgemm_run", "reference_run"])["runtime"]), job
     assert job.State == "FAILED"
-    # the project's message, in the rule's log and in Snakemake's report of the failure
+    # the project's message, in the log of the job that ran first and in Snakemake's report of the failure
     message = "cannot measure on GPU 0: NVML could not start"
-    assert message in (workflow_copy / "results" / "h100" / "logs" / "sgemm" / "torch_n256.log").read_text()
+    logs = workflow_copy / "results" / "h100" / "logs"
+    member_logs = (logs / "sgemm" / "torch_n256.log", logs / "reference" / "rates.log")
+    assert any(path.exists() and message in path.read_text() for path in member_logs)
     assert message in log and "no NVIDIA driver or GPU here" in log
-    assert not (workflow_copy / target).exists()
+    assert not any((workflow_copy / target).exists() for target in targets)
+
+
+def job_steps(job_id: str) -> pd.DataFrame:
+    """The numbered steps of one SLURM job (one srun each: the slurm-jobstep executor runs each of a group
+    job's jobs as one), with their start, end and node, in the order they started."""
+    fields = ["JobID", "Start", "End", "NodeList", "State"]
+    listed = subprocess.run(
+        ["sacct", "--jobs", job_id, "--parsable2", "--noheader", "--format", ",".join(fields)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    rows = [dict(zip(fields, line.split("|"), strict=True)) for line in listed.stdout.splitlines()]
+    steps = pd.DataFrame(rows, columns=fields)
+    steps = steps[steps["JobID"].str.fullmatch(rf"{job_id}\.\d+")].copy()
+    for column in ("Start", "End"):
+        # sacct's times are the cluster's local time
+        steps[column] = [datetime.fromisoformat(value).astimezone(timezone.utc) for value in steps[column]]
+    return steps.sort_values("Start")
+
+
+def measured_window(raw_table: Path) -> tuple[datetime, datetime, str]:
+    """When a raw table's measurement started and ended, and on which host (its provenance sidecar)."""
+    record = json.loads(raw_table.with_name(f"{raw_table.stem}.provenance.json").read_text())
+    start, end = (datetime.fromisoformat(record[key]) for key in ("start_time", "end_time"))
+    return start, end, record["host"]["hostname"]
+
+
+def test_a_claim_groups_points_run_in_one_allocation_one_after_another(workflow_copy: Path) -> None:
+    """The SGEMM points and the reference rates, which one claim group compares (gpurepro/placement/
+    groups.py), run in one SLURM job on one node, one after another; a DeiT point, of another claim
+    group, in a job of its own."""
+    group = [
+        "results/cpu/sgemm/raw/torch_n256.csv",
+        "results/cpu/sgemm/raw/torch_n512.csv",
+        "results/cpu/reference/raw/rates.csv",
+    ]
+    deit = "results/cpu/inference/raw/deit/deit-t_b1_fp32_eager_run1.csv"
+    result = through_slurm(workflow_copy, *group, deit, "--config", "device=cpu", "quick=true")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+    assert group_members(log) == {
+        "sgemm_round-1": ["reference_run", "sgemm_run", "sgemm_run"],
+        "deit_batch-1_precision-fp32_round-1": ["infer_deit"],
+    }, log[-4000:]
+
+    jobs = accounted_jobs(workflow_copy, 2)
+    assert sorted(jobs["JobID"]) == sorted(submitted_jobs(log)) and len(jobs) == 2
+    assert set(jobs["State"]) == {"COMPLETED"}, jobs
+    (job,) = jobs[jobs["Comment"].str.startswith("rule_sgemm_round-1_")].itertuples()
+    # one allocation of one node, asking for the most one point asks and for all their runtimes
+    assert job.NodeList in NODES and job.Timelimit == timelimit(
+        asked_resources(["sgemm_run", "sgemm_run", "reference_run"])["runtime"]
+    ), job
+    # its three points: one step each, on its node, each after the one before
+    steps = job_steps(job.JobID)
+    assert len(steps) == 3 and set(steps["NodeList"]) == {job.NodeList}, steps
+    assert (steps["End"].to_numpy()[:-1] <= steps["Start"].to_numpy()[1:]).all(), steps
+    # and their provenance: measured on one host within those steps, never two at once
+    windows = sorted(measured_window(workflow_copy / target) for target in group)
+    assert len({host for _, _, host in windows}) == 1
+    ends, starts = [end for _, end, _ in windows[:-1]], [start for start, _, _ in windows[1:]]
+    assert all(end <= start for end, start in zip(ends, starts, strict=True)), windows
+    allocated = (steps["Start"].min() - timedelta(seconds=1), steps["End"].max() + timedelta(seconds=1))
+    assert all(allocated[0] <= start and end <= allocated[1] for start, end, _ in windows), (windows, steps)
 
 
 def running_job(comment: str, log: Path) -> str:
@@ -233,7 +348,9 @@ def test_cancelled_job_is_reported_and_a_rerun_completes(workflow_copy: Path) ->
     settings = {**FAST, "telemetry": {**FAST["telemetry"], "idle_seconds": 10}}
     results = workflow_copy / "results" / "cpu"
     raw = results / "sgemm" / "raw"
-    targets = ["results/cpu/sgemm/raw/torch_n64.csv", "results/cpu/sgemm/raw/torch_n128.csv"]
+    # two claim groups' points, so two SLURM jobs (SGEMM's points share one: see the test below)
+    deit = "results/cpu/inference/raw/deit/deit-t_b1_fp32_eager_run1.csv"
+    targets = [deit, "results/cpu/sgemm/raw/torch_n128.csv"]
     args = [*targets, "--config", "device=cpu", "quick=true"]
     output = workflow_copy / "snakemake.out"
     with output.open("w") as out:
@@ -242,9 +359,7 @@ def test_cancelled_job_is_reported_and_a_rerun_completes(workflow_copy: Path) ->
             cwd=workflow_copy, stdout=out, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
     try:
-        job_id = running_job(
-            "rule_sgemm_run_wildcards_torch_128", results / "logs" / "sgemm" / "torch_n128.log"
-        )
+        job_id = running_job("rule_sgemm_round-1_sgemm_run", results / "logs" / "sgemm" / "torch_n128.log")
         subprocess.run(["scancel", job_id], check=True, timeout=60)
         status = run.wait(timeout=300)
     except subprocess.TimeoutExpired:
@@ -254,17 +369,20 @@ def test_cancelled_job_is_reported_and_a_rerun_completes(workflow_copy: Path) ->
         run.wait()
     log = output.read_text()
     assert status != 0, log[-4000:]
-    assert re.search(rf"SLURM-job '{job_id}' failed, SLURM status is: 'CANCELLED'", log), log[-4000:]
+    # a group job of one point (Snakemake 9.27 reports it without the plugin's SLURM status)
+    assert "Error in group sgemm_round-1" in log, log[-4000:]
     (job,) = accounted_jobs(workflow_copy, 2).query("JobID == @job_id").itertuples()
     assert job.State.startswith("CANCELLED")
 
     # the other job's results are whole and kept; of the cancelled one, nothing
-    kept = sorted(raw.iterdir())
+    assert not list(raw.glob("*"))
+    deit_raw = (workflow_copy / deit).parent
+    kept = sorted(deit_raw.iterdir())
     assert [path.name for path in kept] == sorted(
-        f"torch_n64{suffix}"
+        f"deit-t_b1_fp32_eager_run1{suffix}"
         for suffix in (".csv", ".provenance.json", ".telemetry.csv", ".telemetry.provenance.json")
     )
-    assert_raw_files_whole(raw)
+    assert_raw_files_whole(deit_raw)
     stamps = {path: path.stat().st_mtime_ns for path in kept}
 
     rerun = through_slurm(workflow_copy, *args, settings=settings)

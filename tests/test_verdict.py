@@ -246,6 +246,30 @@ def test_on_another_gpu_an_absolute_claim_is_scaled_by_reference_rates(
     )
 
 
+def test_a_claim_is_scaled_by_the_reference_rates_of_the_gpu_its_points_ran_on(hardware_dir: Path) -> None:
+    """A placed run measured the rates on each GPU (two H100s: 40 and 20 TFLOP/s FP32): the SGEMM point
+    ran on B, so it scales by B's 20 (factor 0.4), not by the median of both (0.6); rows that name no GPU
+    take the whole table, as before rates per GPU, and the detail says which."""
+    a, b = "GPU-aaaaaaaa-0000", "GPU-bbbbbbbb-0000"
+    reference = pd.concat(
+        [
+            reference_table(H100, fp32_gemm=40.0).assign(gpu_uuid=a),
+            reference_table(H100, fp32_gemm=20.0).assign(gpu_uuid=b),
+        ]
+    )
+    on_b = sgemm_table([("torch", 8192, "rate", 20.0)], gpu=H100).assign(gpu_uuid=b)
+    outcome = outcome_of(claim(), {"sgemm": on_b, "reference": reference}, hardware_dir)
+    assert outcome.factor == pytest.approx(0.4) and outcome.result == WITHIN
+    assert (
+        "20 TFLOP/s measured on its GPU GPU-bbbbbbbb / 50 TFLOP/s (measured: a run) on H200" in outcome.detail
+    )
+
+    unnamed = on_b.drop(columns=["gpu_uuid"])
+    outcome = outcome_of(claim(), {"sgemm": unnamed, "reference": reference}, hardware_dir)
+    assert outcome.factor == pytest.approx(0.6)
+    assert "30 TFLOP/s measured here (the median of the run's 2 GPUs: its rows name no GPU)" in outcome.detail
+
+
 def test_a_time_scales_inversely_and_a_range_scales_at_both_ends(hardware_dir: Path) -> None:
     """A V100 time (datasheet 15.7 TFLOP/s) on a GPU whose datasheet says 31.4 TFLOP/s: expected half as
     long, datasheet against datasheet (the V100 has no measured rate; the 20 measured here never enters)."""

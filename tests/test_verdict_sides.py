@@ -201,3 +201,79 @@ def test_the_verdict_shows_the_line_in_its_details_and_csv(tmp_path: Path) -> No
     )
     assert render.frame([described])["sides"].iloc[0] == described.sides
     assert f"- GPUs of its sides: {described.sides}" in "\n".join(render._details([described]))
+
+
+def _rates_by_gpu(**fp32_by_gpu: float) -> pd.DataFrame:
+    """tables/reference.csv of a placed run: each GPU's FP32 GEMM median (keys: the GPU's UUID)."""
+    return pd.DataFrame(
+        [
+            {"study": "reference", "device": str(i), "gpu_uuid": gpu, "metric": "fp32_gemm",
+             "statistic": "median", "value": value, "unit": "TFLOP/s"}
+            for i, (gpu, value) in enumerate(fp32_by_gpu.items())
+        ]
+    )  # fmt: skip
+
+
+def _absolute_on(*processes: tuple[int, str]) -> tuple[Claim, dict[str, pd.DataFrame]]:
+    """An absolute claim on an across-process table whose point ran `processes` (run, GPU UUID)."""
+    absolute = claim(
+        kind="absolute", divide_by=None,
+        measure=Selection("inference_deit_processes", "latency", "median", {"model": "deit-b"}),
+    )  # fmt: skip
+    return absolute, {"inference_deit_processes": processes_table({"deit-b": list(processes)})}
+
+
+def test_a_scaled_claim_takes_the_reference_rates_of_its_own_gpu_and_reads_as_on_one_gpu() -> None:
+    """Under placement each GPU measured its rates: a claim whose points ran on B is scaled by B's, and
+    the reference side adds no card of its own (issue 60, item 5)."""
+    absolute, tables = _absolute_on((1, B), (2, B))
+    tables["reference"] = _rates_by_gpu(**{A: 40.0, B: 20.0})
+    rates = sides.claim_references(absolute, tables)
+    assert rates.rates == {"fp32_gemm": 20.0} and rates.own and rates.gpus == (B,)
+    assert rates.where == "on its GPU GPU-bbbbbbbb"
+    found = sides.sides_of(absolute, tables, scaled=True)
+    assert found[-1].processes == (sides.Process(sides.EVERY_ROUND, B),) and found[-1].own_gpus
+    assert sides.sharing(found, run_gpus={A, B}) == (
+        "its processes on one GPU (GPU-bbbbbbbb); reference rates of the same GPU"
+    )
+
+    # points that moved between cards: the median of those cards' rates, said so
+    absolute, tables = _absolute_on((1, A), (2, B))
+    tables["reference"] = _rates_by_gpu(**{A: 40.0, B: 20.0, C: 100.0})
+    rates = sides.claim_references(absolute, tables)
+    assert rates.rates == {"fp32_gemm": 30.0}
+    assert rates.where == "on its 2 GPUs (the median of GPU-aaaaaaaa, GPU-bbbbbbbb)"
+    assert sides.sharing(sides.sides_of(absolute, tables, scaled=True), run_gpus={A, B, C}) == (
+        "its processes on 2 GPUs (GPU-aaaaaaaa, GPU-bbbbbbbb); "
+        "reference rates: the median of the same 2 GPUs'"
+    )
+
+
+def test_without_uuids_or_a_reference_row_of_its_gpu_a_claim_takes_the_whole_table() -> None:
+    """Older results: rows that name no GPU, or reference rates measured on another card only, give the
+    whole table's median as before, and the words say which and why."""
+    absolute, tables = _absolute_on((1, ""))
+    tables["reference"] = _rates_by_gpu(**{A: 40.0, B: 20.0})
+    rates = sides.claim_references(absolute, tables)
+    assert rates.rates == {"fp32_gemm": 30.0} and not rates.own and rates.gpus == (A, B)
+    assert rates.where == "here (the median of the run's 2 GPUs: its rows name no GPU)"
+
+    absolute, tables = _absolute_on((1, C))
+    tables["reference"] = _rates_by_gpu(**{A: 40.0})
+    rates = sides.claim_references(absolute, tables)
+    assert rates.rates == {"fp32_gemm": 40.0} and not rates.own
+    assert rates.where == "here (GPU-aaaaaaaa's: no reference rates of its GPU GPU-cccccccc)"
+    found = sides.sides_of(absolute, tables, scaled=True)
+    assert sides.sharing(found, run_gpus={A, C}) == (
+        "sides on different GPUs in round 1: side 1 GPU-cccccccc, reference rates GPU-aaaaaaaa"
+    )
+
+    old = _rates_by_gpu(**{A: 40.0}).drop(columns=["gpu_uuid"])  # older than the UUID columns
+    assert sides.claim_references(absolute, {**tables, "reference": old}).where == (
+        "here (the run's rates: no reference rates of its GPU GPU-cccccccc)"
+    )
+    # one GPU's rates and nothing else to choose: "here", as before rates per GPU
+    absolute, tables = _absolute_on((1, A))
+    tables["reference"] = _rates_by_gpu(**{A: 40.0})
+    assert sides.claim_references(absolute, tables).where == "here"
+    assert sides.claim_references(absolute, {}).rates == {}

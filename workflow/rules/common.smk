@@ -203,6 +203,34 @@ def cluster_resources():
     return {"gpu": 1} if model == "any" else {"gpu": 1, "gpu_model": model}
 
 
+def claim_group(rule):
+    """The `group:` of a placed rule's jobs: on a cluster, each job's claim group and round (gpurepro/
+    placement/groups.py cluster_group), which profiles/slurm runs as one allocation of one GPU that
+    measures them one after another; None locally, where placement.smk places them (Snakemake ignores
+    groups in a local run, but a local dry-run would show them)."""
+    if not CLUSTER:
+        return None
+    from gpurepro.placement import groups
+
+    planned = functools.cache(lambda: groups.planned_keys(measuring_points()))
+
+    def named(wildcards):
+        # the submitting process; in an allocation each job of the group runs on its own, one at a time
+        if workflow.non_local_exec and workflow.is_main_process:
+            problem = groups.cluster_settings_problem(
+                workflow.global_resources["_cores"].value,
+                workflow.group_settings.group_components.get(groups.CLUSTER_GROUPS, 1),
+            )
+            if problem:
+                stop_planning(f"gpurepro: {problem}")
+        name = groups.cluster_group(rule, dict(wildcards.items()), planned())
+        # so that the profile's group-components claim_groups=N reads every claim group's name
+        workflow.parent_groupids[name] = groups.CLUSTER_GROUPS
+        return name
+
+    return named
+
+
 def measure_resources(gpu=MEASURE_GPU):
     """A resource per GPU (gpu_0, gpu_1, ...; profiles/default caps each at 1) so two measurements never
     share a GPU, while jobs on different GPUs may run side by side. On a cluster: one GPU per job.
@@ -240,6 +268,10 @@ def placed_resources(rule):
         )
         for g in GPUS
     }
+    if rule.startswith("hfta_"):
+        # One MPS point at a time on the node: each starts its own MPS control daemon, and two daemons
+        # serving two GPUs at once were never tried (profiles/default caps mps_daemon at 1).
+        claims["mps_daemon"] = lambda wildcards: int(wildcards.scheme == "mps")
     return {**claims, "gpu": 1}
 
 
@@ -281,6 +313,33 @@ def per_gpu_resources():
         f"gpu_{g}": (lambda wildcards, g=g: int(int(wildcards.gpu) == g)) for g in GPUS
     }
     return {**claims, "gpu": 1}
+
+
+def per_gpu_params():
+    """placed_params for the rules with a {gpu} wildcard on this machine's GPUs: `gpu`, the one its command
+    names (0 inside a Docker job), and `host_gpu`, the wildcard's (a Docker job's --gpus).
+    """
+    return {
+        "gpu": lambda wildcards: CONTAINERS.job_gpu(wildcards.gpu),
+        "host_gpu": lambda wildcards: wildcards.gpu,
+    }
+
+
+# The reference rates' jobs (reference.smk): one per selected GPU under placement, else one.
+def reference_resources():
+    """Each GPU's job holds its own GPU under placement; else the SGEMM group's GPU, as before."""
+    return per_gpu_resources() if PLACED else placed_resources("reference_run")
+
+
+def reference_params():
+    """The GPU params of a reference job: its {gpu} wildcard's under placement, else placed_params()."""
+    return per_gpu_params() if PLACED else placed_params()
+
+
+def reference_tables():
+    """The raw rates the table is made of: one file per selected GPU under placement, else the one."""
+    table = rules.reference_run.output.table
+    return expand(table, gpu=GPUS) if PLACED else table
 
 
 def all_cores():

@@ -121,6 +121,9 @@ rule hfta_point:
         precision="fp32|fp16|bf16",
         b=r"\d+",
         run=r"\d+",
+    # on a cluster, one allocation per claim group and round (common.smk claim_group)
+    group:
+        claim_group("hfta_point")
     threads: placed_threads("hfta_point")
     resources:
         **placed_resources("hfta_point"),

@@ -137,6 +137,9 @@ for family, shape in INFERENCE_FAMILIES.items():
             f"{RESULTS}/logs/inference/{family}/{shape['stem']}.log",
         benchmark:
             f"{RESULTS}/benchmarks/inference/{family}/{shape['stem']}.tsv"
+        # on a cluster, one allocation per claim group and round (common.smk claim_group)
+        group:
+            claim_group(f"infer_{family}")
         threads: placed_threads(f"infer_{family}")
         resources:
             **placed_resources(f"infer_{family}"),

@@ -22,6 +22,8 @@ def measuring_points():
         for backend in SGEMM_BACKENDS
         for n in SGEMM["sizes"]
     ]
+    # the reference job of the SGEMM group's GPU; under placement every GPU has one (reference.smk), each
+    # held by its own GPU rather than placed, and the others' seconds are left out of the packing
     return points + [("reference_run", {})]
 
 

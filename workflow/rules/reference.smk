@@ -2,26 +2,37 @@
 # the power limit, measured in seconds on the first selected GPU, beside the SGEMM points whose rates they
 # scale (gpurepro/placement/groups.py). The verdict scales an absolute claim made on another GPU by these
 # against the paper GPU's rates in config/hardware/ (its README).
+#
+# Under claim-group placement (PLACED: two or more GPUs) every selected GPU measures its own rates, one
+# job each ({gpu}), since cards of one model differ (1.9% in SGEMM rate across four H100s) and the verdict
+# scales a claim by the rates of the card its points ran on. Otherwise one job, planned exactly as before
+# placement existed (same output, command and params), so finished results are not measured again.
 
 REFERENCE = PROFILE["reference"]
+REFERENCE_RAW = f"{RESULTS}/reference/raw/rates" + ("_gpu{gpu}" if PLACED else "")
+REFERENCE_LOG = "rates" + ("_gpu{gpu}" if PLACED else "")
 
 
 rule reference_run:
     input:
         **container_input(),
     output:
-        table=protected(f"{RESULTS}/reference/raw/rates.csv"),
-        table_provenance=protected(f"{RESULTS}/reference/raw/rates.provenance.json"),
+        table=protected(f"{REFERENCE_RAW}.csv"),
+        table_provenance=protected(f"{REFERENCE_RAW}.provenance.json"),
     log:
-        f"{RESULTS}/logs/reference/rates.log",
+        f"{RESULTS}/logs/reference/{REFERENCE_LOG}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/reference/rates.tsv"
+        f"{RESULTS}/benchmarks/reference/{REFERENCE_LOG}.tsv"
+    # on a cluster, one allocation with the SGEMM points (common.smk claim_group)
+    group:
+        claim_group("reference_run")
     threads: placed_threads("reference_run")
     resources:
-        **placed_resources("reference_run"),
+        **reference_resources(),
     params:
-        # the GPU of the SGEMM and reference group (common.smk placed_resources)
-        **placed_params(),
+        # the GPU of the SGEMM and reference group (common.smk placed_resources), or under placement
+        # the job's own GPU
+        **reference_params(),
         sizes=(
             f"--gemm-n {REFERENCE['gemm_n']} --copy-mib {REFERENCE['copy_mib']} "
             f"--reps {REFERENCE['reps']}"
@@ -38,7 +49,7 @@ rule reference_run:
 
 rule reference:
     input:
-        rules.reference_run.output.table,
+        reference_tables(),
     output:
         f"{RESULTS}/tables/reference.csv",
     log:

@@ -15,6 +15,13 @@ def planned_cores():
         return os.cpu_count() or 1
 
 
+def cluster_jobs():
+    """On a cluster, how many jobs Snakemake keeps submitted at once (the slurm profile's `jobs:`),
+    which sets the wall time there; None here (a dry-run planned without the profile: one).
+    """
+    return (workflow.nodes or 1) if CLUSTER else None
+
+
 def resource_capacity():
     """The countable resources the run was given (gpu_0=1, ..., gpu=8 from profiles/default)."""
     values = {
@@ -62,6 +69,7 @@ def print_estimate():
         Path(config["results_dir"]),
         cores,
         {} if CLUSTER else resource_capacity(),
+        cluster_jobs(),
     )
     # one entry per family of points whose jobs are planned (more_processes.smk): its study
     measured = {job.rule for job in planned}
@@ -76,7 +84,9 @@ def print_estimate():
         MORE_ROUNDS,
     )
     print(
-        estimate.describe(found, cores, settings.start_temperature_c, extra),
+        estimate.describe(
+            found, cores, settings.start_temperature_c, extra, placed=PLACED
+        ),
         file=sys.stderr,
     )
 

@@ -22,6 +22,9 @@ rule sgemm_run:
         f"{RESULTS}/logs/sgemm/{{backend}}_n{{n}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/sgemm/{{backend}}_n{{n}}.tsv"
+    # on a cluster, one allocation with the reference rates (common.smk claim_group)
+    group:
+        claim_group("sgemm_run")
     threads: placed_threads("sgemm_run")
     resources:
         **placed_resources("sgemm_run"),

@@ -46,12 +46,17 @@ wildcard_constraints:
     ngpus=r"\d+",
 
 
-# A k-GPU job holds all of its GPUs (gpu_<g> of each, k of `gpu`); on a cluster it asks for k GPUs.
+# A k-GPU job holds all of its GPUs (gpu_<g> of each, k of `gpu`); on a cluster it asks for k GPUs of
+# one node (the slurm plugin's `nodes`: --nodes=1), as the ranks talk over one node's links.
 DDP_RESOURCES = (
     {}
     if not IS_GPU
     else (
-        {**cluster_resources(), "gpu": lambda wildcards: int(wildcards.ngpus)}
+        {
+            **cluster_resources(),
+            "gpu": lambda wildcards: int(wildcards.ngpus),
+            "nodes": 1,
+        }
         if CLUSTER
         else ddp_gpu_claims(GPUS)
     )

@@ -134,7 +134,24 @@ def _points(table: pd.DataFrame, keys: list[str]) -> Points:
         quantity = (str(row["metric"]), str(row["statistic"]))
         process = normal(row.get(PROCESS))
         points.setdefault(key, {}).setdefault(quantity, {}).setdefault(process, []).append(row)
+    for quantities in points.values():
+        for quantity, processes in quantities.items():
+            quantities[quantity] = _one_process_per_gpu(processes)
     return points
+
+
+def _one_process_per_gpu(processes: dict[str, list[Row]]) -> dict[str, list[Row]]:
+    """A point measured once per GPU in a table without processes (the reference rates of a placed run:
+    one job on each selected GPU) has one row per card: each card's row is a process of the point, its
+    sample, rather than several rows of one process (ambiguous). Rows of one GPU, or naming none, stay."""
+    rows = processes.get("")
+    uuids = {normal(row.get("gpu_uuid")) for row in rows or []}
+    if not rows or len(rows) < 2 or len(uuids) != len(rows) or "" in uuids:
+        return processes
+    return {
+        **{k: v for k, v in processes.items() if k},
+        **{f"gpu {normal(r.get('gpu_uuid'))}": [r] for r in rows},
+    }
 
 
 def _bounds(table: pd.DataFrame, keys: list[str]) -> Bounds:

@@ -35,6 +35,10 @@ class Estimate:
     # the rules and seconds in all of the jobs that take every core, which run with nothing beside
     # them (host-bound measurements, a node job): the GPUs wait them out one at a time
     every_core: tuple[tuple[str, ...], float] = ((), 0.0)
+    # on a cluster: how many jobs the profile lets run at once (its `jobs:`), else None
+    cluster_jobs: int | None = None
+    # on a cluster: the group jobs, each one allocation running one claim group's round in series
+    group_jobs: int = 0
 
 
 def estimate(
@@ -43,7 +47,10 @@ def estimate(
     results_dir: Path,
     cores: int,
     capacity: Mapping[str, int],
+    cluster_jobs: int | None = None,
 ) -> Estimate:
+    """The estimate of `jobs` run here on `cores` with the resources of `capacity`, or on a cluster
+    with `cluster_jobs` jobs at once (group jobs as one, their jobs one after another)."""
     earlier = [durations.earlier(job, results_dir, settings) for job in jobs]
     builds = durations.first_builds(jobs, earlier)
     modelled = [durations.modelled(job, settings) + b for job, b in zip(jobs, builds, strict=True)]
@@ -57,7 +64,13 @@ def estimate(
             studies[study] = (count + 1, total + s)
             if b:
                 first_builds[study] = first_builds.get(study, 0.0) + b
-    timed = schedule.simulate(jobs, seconds, cores, capacity)
+
+    def wall(times: Sequence[float]) -> schedule.Schedule:
+        if cluster_jobs is None:
+            return schedule.simulate(jobs, times, cores, capacity)
+        return schedule.simulate_cluster(jobs, times, cluster_jobs)
+
+    timed = wall(seconds)
     # on one core every job takes every core: nothing to tell apart
     every_core = [
         (job.rule, s) for job, s in zip(jobs, seconds, strict=True) if cores > 1 and job.threads >= cores
@@ -65,13 +78,15 @@ def estimate(
     return Estimate(
         jobs=len(jobs),
         wall_s=timed.wall_s,
-        model_wall_s=schedule.simulate(jobs, modelled, cores, capacity).wall_s,
+        model_wall_s=wall(modelled).wall_s,
         from_earlier=sum(e is not None for e in earlier),
         studies=dict(sorted(studies.items(), key=lambda item: -item[1][1])),
         cooldown_s=sum(durations.expected_cooldown(job, results_dir, settings) for job in jobs),
         first_builds=first_builds,
         gpus_s={name: s for name, s in timed.busy_s.items() if GPU_RESOURCE.fullmatch(name)},
         every_core=(tuple(sorted({rule for rule, _ in every_core})), sum(s for _, s in every_core)),
+        cluster_jobs=cluster_jobs,
+        group_jobs=len({job.group for job in jobs if job.group is not None}),
     )
 
 
@@ -130,14 +145,32 @@ def _side_by_side(found: Estimate) -> str:
     )
 
 
+def _on(found: Estimate, cores: int) -> str:
+    """What the wall time is for: this machine's cores, or a cluster's jobs at once."""
+    if found.cluster_jobs is None:
+        return f"with {cores} core{'s' * (cores != 1)}"
+    groups = (
+        f", the {found.group_jobs} claim-group jobs each measuring one claim group's points of a round one "
+        "after another on one GPU"
+        if found.group_jobs
+        else ""
+    )
+    return (
+        f"of wall time on the cluster with {found.cluster_jobs} SLURM jobs running at once (the profile's "
+        f"jobs:){groups}; time in SLURM's queue comes on top"
+    )
+
+
 def describe(
     found: Estimate,
     cores: int,
     start_temperature_c: float | None = None,
     extra: ExtraProcesses | None = None,
+    placed: bool = False,
 ) -> str:
     """The lines the run prints (start_temperature_c: the GPU temperature the cool-downs were scaled
-    for, None where unknown; extra: the rounds of more processes, whose worst case is added)."""
+    for, None where unknown; extra: the rounds of more processes, whose worst case is added; placed:
+    claim groups are packed onto the GPUs, whose shares of the time are then said)."""
     if not found.jobs:
         return "gpurepro: nothing to run"
     basis = (
@@ -147,10 +180,8 @@ def describe(
         else "from the studies' models (no earlier benchmark files of these jobs on this device)"
     )
     studies = ", ".join(f"{name} {_jobs(count)} {duration(s)}" for name, (count, s) in found.studies.items())
-    lines = [
-        f"gpurepro: {_jobs(found.jobs)} planned, about {duration(found.wall_s)} with {cores} "
-        f"core{'s' * (cores != 1)}; {basis}.",
-    ]
+    planned = f"{_jobs(found.jobs)} planned, about {duration(found.wall_s)} {_on(found, cores)}"
+    lines = [f"gpurepro: {planned}; {basis}."]
     if studies:
         basis = "" if start_temperature_c is None else f" for a GPU starting at {start_temperature_c:g} C"
         # no cool-down (the cpu profile): nothing to say of it
@@ -161,7 +192,7 @@ def describe(
             else ""
         )
         lines.append(f"gpurepro: measurements: {studies}{waits}.")
-    if len(found.gpus_s) > 1:
+    if placed and len(found.gpus_s) > 1:
         lines.append(_side_by_side(found))
     if extra is not None and extra.rounds and found.studies:
         count, seconds = extra.worst_case(found)

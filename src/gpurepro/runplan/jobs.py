@@ -18,6 +18,9 @@ class PlannedJob:
     benchmark: str | None = None
     # Indices (into the plan's list) of the jobs this one waits for.
     after: tuple[int, ...] = ()
+    # The Snakemake group job it runs in on a cluster (one allocation that runs its jobs one after
+    # another: profiles/slurm), None for a job of its own.
+    group: str | None = None
 
 
 def from_dag(dag: Any) -> list[PlannedJob]:
@@ -32,9 +35,16 @@ def from_dag(dag: Any) -> list[PlannedJob]:
             resources=_held(job.resources.items()),
             benchmark=str(job.benchmark) if job.benchmark else None,
             after=tuple(index[dep] for dep in dag.dependencies[job] if dep in index),
+            group=_group(dag, job),
         )
         for job in jobs
     ]
+
+
+def _group(dag: Any, job: Any) -> str | None:
+    """The name of the group job a job runs in (groups exist only where jobs go to a cluster)."""
+    group = dag.get_job_group(job)
+    return None if group is None else str(group.groupid)
 
 
 def _held(resources: Iterable[tuple[str, Any]]) -> dict[str, int]:

@@ -13,7 +13,8 @@ How a claim is judged depends on its kind and on the GPU:
   processes where both name them, else the widest the two points' intervals allow.
 - absolute, on the paper's GPU: "within tolerance" or "outside tolerance", as published.
 - absolute, on another GPU: scaled through reference rates like for like (scaling.py: measured against
-  measured, else datasheet against datasheet); or, where nothing makes it comparable
+  measured, else datasheet against datasheet), those of the GPUs its points ran on where the run
+  measured rates per GPU (sides.claim_references); or, where nothing makes it comparable
   (claim.off_paper_gpu), informational or "not comparable" with why (a host-bound latency says how much
   of it is host time).
 - "GPUs differ" (direction.test): read from the test's p-value among the measure's rows, never from an
@@ -47,6 +48,7 @@ from .outcome import Outcome
 from .ranges import accepted_range, number
 from .reading import NotMeasured, Values, read, swept
 from .scaling import NoReference, datasheet_bridge, scale_factor
+from .sides import claim_references
 from .statuses import (
     EXACT,
     NOT_COMPARABLE,
@@ -134,8 +136,9 @@ class _Judge:
             return result(reading, text, OFF_PAPER, values=numbers, processes=values.counts)
         factor, judged, uncertainty = None, EXACT if claim.kind != RELATIVE else RELATIVE, 0.0
         if claim.kind != RELATIVE and not on_paper_gpu and claim.scaling is not None:
+            rates = claim_references(claim, self.tables)  # of the cards its points ran on
             try:
-                scaled = scale_factor(claim.scaling, paper[0], self.here.references, self.here_gpu)
+                scaled = scale_factor(claim.scaling, paper[0], rates.rates, self.here_gpu, rates.where)
             except NoReference as why:
                 return result(NOT_MEASURED, str(why))
             uncertainty = claim.scaling.uncertainty

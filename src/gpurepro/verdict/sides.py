@@ -7,7 +7,9 @@ claim_groups` a claim group shares a GPU within a round and may move between rou
 claim, what happened.
 
 A side is what one selection of a claim reads: its measure, the point it divides by or subtracts, each
-point of an ordering, a speedup row's baseline, and for a scaled claim the reference rates. Its
+point of an ordering, a speedup row's baseline, and for a scaled claim the reference rates: those of
+the GPUs its points ran on where the run measured rates per GPU (scaling.rates_for), a side that never
+sits apart from them, else the whole table's. Its
 processes are (round, GPU UUID) pairs taken from the rows it reads: an across-process or speedup table's
 `runs` and `gpu_uuids` (`baseline_runs` and `baseline_gpu_uuids` for a speedup's baseline), else a study
 table's `run` and `gpu_uuid`, one process a row (round 0, "every round", where the table has no `run`:
@@ -38,6 +40,7 @@ from .claims import Claim, Selection
 from .measured import SIDECARS, TRACE_SIDECAR
 from .outcome import Outcome
 from .reading import selected_rows
+from .scaling import ReferenceRates, rates_for, row_gpus
 from .statuses import SCALED
 
 # A speedup row's baseline point: the column of the fused side's point each baseline column replaces.
@@ -61,6 +64,9 @@ class Side:
     study: str
     point: dict[str, str]  # the point's values its rows share (normalised as compare.points.normal)
     processes: tuple[Process, ...]
+    # taken from the other sides' own GPUs (the reference rates of the cards the points ran on): it adds
+    # no card of its own, so it never makes the sides read as apart
+    own_gpus: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,7 @@ def _sides_of_rows(rows: pd.DataFrame, study: str) -> list[Side]:
 
 def sides_of(claim: Claim, tables: dict[str, pd.DataFrame], scaled: bool = False) -> list[Side]:
     """The sides a claim reads, labelled by what tells them apart (the values they differ in); the
-    reference rates are a side of a claim scaled by them."""
+    reference rates it is scaled by (claim_references) are a side of a claim scaled by them."""
     selections: list[Selection] = (
         [claim.measure.with_where(where) for where in claim.order] if claim.order else [claim.measure]
     )
@@ -178,8 +184,23 @@ def sides_of(claim: Claim, tables: dict[str, pd.DataFrame], scaled: bool = False
     sides = _labelled(sides, named)
     reference = tables.get(REFERENCE_TABLE)
     if scaled and reference is not None and not reference.empty:
-        sides.append(Side("reference rates", REFERENCE_TABLE, {}, _processes(reference)))
+        rates = rates_for(reference, _gpus_of(sides))
+        rows = reference[row_gpus(reference).isin(rates.gpus)]
+        # the rows the rates came from: a table without UUIDs stands whole
+        processes = _processes(rows if rates.gpus else reference)
+        sides.append(Side("reference rates", REFERENCE_TABLE, {}, processes, rates.own))
     return sides
+
+
+def _gpus_of(sides: list[Side]) -> set[str]:
+    """The GPU UUIDs the sides' processes ran on (none where their rows name none)."""
+    return {process.gpu for side in sides for process in side.processes if process.gpu}
+
+
+def claim_references(claim: Claim, tables: dict[str, pd.DataFrame]) -> ReferenceRates:
+    """The reference rates a claim is scaled by: those of the GPUs its measured rows ran on, else the
+    whole table (scaling.rates_for says which, and why)."""
+    return rates_for(tables.get(REFERENCE_TABLE), _gpus_of(sides_of(claim, tables)))
 
 
 def _labelled(sides: list[Side], keys: Iterable[str]) -> list[Side]:
@@ -213,6 +234,24 @@ def sharing(sides: list[Side], run_gpus: set[str]) -> str:
     used = sorted({p.gpu for p in processes if p.gpu})
     if not used:
         return "GPUs of its processes not recorded (tables aggregated before the UUID columns)"
+    compared = [side for side in sides if not side.own_gpus]
+    if len(compared) == len(sides) or not compared:
+        return _apart(sides)
+    return "; ".join([_apart(compared), *(_taken_from_own(side) for side in sides if side.own_gpus)])
+
+
+def _taken_from_own(side: Side) -> str:
+    """A side taken from the other sides' own GPUs (the reference rates of the claim's cards)."""
+    gpus = _gpus_of([side])
+    if len(gpus) > 1:
+        return f"{side.label}: the median of the same {len(gpus)} GPUs'"
+    return f"{side.label} of the same GPU"
+
+
+def _apart(sides: list[Side]) -> str:
+    """Whether the sides ran on one GPU in every round, or which ran apart in which round."""
+    processes = [p for side in sides for p in side.processes]
+    used = sorted({p.gpu for p in processes if p.gpu})
     if len(sides) == 1:
         count = "one GPU" if len(used) == 1 else f"{len(used)} GPUs"
         return f"its processes on {count} ({', '.join(map(_gpu, used))})"
