@@ -17,7 +17,9 @@ beside the neighbours (SIGCONT), the two conditions of a round back to back in a
 (ABBA), so a drift of the host or of the GPU's temperature falls on both alike. The neighbours: on every
 other selected GPU, `--neighbour-procs` processes pinned to that GPU's slice, each training a ResNet-18
 (batch 128, fp16, stock steps) as a concurrent HFTA point does: busy Python threads, kernel launches and
-a busy GPU, the heaviest mix the placement puts beside a point.
+a busy GPU, the heaviest mix the placement puts beside a point. `--neighbour-load fused
+--neighbour-procs 1` puts a GPU-bound point beside it instead (a fused array of 32 ResNet-18: a busy GPU,
+one mostly idle thread), which asks whether host-paced points could run beside GPU-bound ones.
 
 For each sentinel it prints the paired ratio beside / alone over rounds (geometric mean of the per-round
 ratios, 95% t-interval: process_stats.ratio_interval) and a decision: **may run beside** where that
@@ -35,6 +37,7 @@ import multiprocessing as mp
 import os
 import random
 import signal
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -51,6 +54,7 @@ from gpurepro.inference.models import build_bert, build_vit
 from gpurepro.inference.modes import build_runner
 from gpurepro.process_stats import ratio_interval
 from gpurepro.sgemm.torch_mm import TorchSgemm, flops, timed_call_ms
+from gpurepro.stats import Interval
 
 ALONE, BESIDE = "alone", "beside"
 MARGIN = NOISE_FLOOR["time"]  # the same for rates: 3%
@@ -149,13 +153,18 @@ def sentinels(gpu: int) -> list[Sentinel]:
     return found
 
 
-def neighbour(gpu: int, cpus: list[int], ready: mp.Event) -> None:  # type: ignore[valid-type]
-    """One busy neighbour process: a ResNet-18 trained on GPU `gpu` with stock steps, forever."""
+NEIGHBOUR_LOADS = ("train", "fused")
+
+
+def neighbour(gpu: int, cpus: list[int], ready: mp.Event, load: str) -> None:  # type: ignore[valid-type]
+    """One busy neighbour process on GPU `gpu`, forever: `train`, a ResNet-18 trained with stock steps
+    (a concurrent HFTA point's worker: a busy Python thread); `fused`, 32 ResNet-18 fused into one array
+    (a GPU-bound point: the GPU busy, its one thread mostly waiting on it)."""
     os.sched_setaffinity(0, cpus)
     torch.set_num_threads(1)
     settings = _train_settings(f"cuda:{gpu}")
     training.prepare_process(settings)
-    unit = training.single_unit(settings, gpu)
+    unit = training.single_unit(settings, gpu) if load == "train" else training.fused_unit(settings, 32)
     steps = 0
     while True:
         unit.trainer.step(*unit.batches[steps % len(unit.batches)])
@@ -183,6 +192,12 @@ def parse_args() -> argparse.Namespace:
         "--neighbours", default="", help="GPUs busy beside it, e.g. 1,2,3 (default: all others)"
     )
     parser.add_argument("--neighbour-procs", type=int, default=8, help="training processes per neighbour GPU")
+    parser.add_argument(
+        "--neighbour-load",
+        choices=NEIGHBOUR_LOADS,
+        default="train",
+        help="what each neighbour process runs: train (host-heavy, the default) or fused (GPU-bound)",
+    )
     parser.add_argument("--rounds", type=int, default=6, help="paired rounds (at least 5)")
     parser.add_argument("--block-s", type=float, default=1.5, help="seconds each figure is timed for")
     parser.add_argument("--settle-s", type=float, default=1.5, help="wait after the neighbours start or stop")
@@ -204,7 +219,9 @@ def main() -> None:
     for g in others:
         for _ in range(args.neighbour_procs):
             ready = context.Event()
-            worker = context.Process(target=neighbour, args=(g, sorted(cut[g]), ready), daemon=True)
+            worker = context.Process(
+                target=neighbour, args=(g, sorted(cut[g]), ready, args.neighbour_load), daemon=True
+            )
             worker.start()
             workers.append(worker)
             events.append(ready)
@@ -239,6 +256,19 @@ def main() -> None:
             writer.writerows(rows)
 
 
+def by_round(rows: list[dict], point: str, condition: str) -> dict[int, float]:
+    """One sentinel's figure in each round under one condition."""
+    return {r["round"]: r["value"] for r in rows if (r["point"], r["condition"]) == (point, condition)}
+
+
+def decide(rows: list[dict], point: str) -> tuple[Interval, str]:
+    """beside / alone over the paired rounds, and whether the point may run beside other GPUs' jobs: only
+    where the whole interval lies within compare's noise floor (MARGIN)."""
+    ratio = ratio_interval(by_round(rows, point, BESIDE), by_round(rows, point, ALONE))
+    inside = ratio.low >= 1 - MARGIN and ratio.high <= 1 + MARGIN
+    return ratio, "may run beside" if inside else "keeps the host"
+
+
 def report(rows: list[dict], points: list[Sentinel]) -> None:
     """One markdown row per sentinel: medians alone and beside, the paired ratio and the decision."""
     print(
@@ -246,16 +276,10 @@ def report(rows: list[dict], points: list[Sentinel]) -> None:
     )
     print("|---|---|---|---|---|---|")
     for point in points:
-        alone = {r["round"]: r["value"] for r in rows if r["point"] == point.name and r["condition"] == ALONE}
-        beside = {
-            r["round"]: r["value"] for r in rows if r["point"] == point.name and r["condition"] == BESIDE
-        }
-        ratio = ratio_interval(beside, alone)
-        inside = ratio.low >= 1 - MARGIN and ratio.high <= 1 + MARGIN
-        verdict = "may run beside" if inside else "keeps the host"
-        med = sorted(alone.values())[len(alone) // 2], sorted(beside.values())[len(beside) // 2]
+        ratio, verdict = decide(rows, point.name)
+        alone, beside = (statistics.median(by_round(rows, point.name, c).values()) for c in (ALONE, BESIDE))
         print(
-            f"| {point.name} | {point.kind} | {med[0]:.4g} {point.unit} | {med[1]:.4g} {point.unit} | "
+            f"| {point.name} | {point.kind} | {alone:.4g} {point.unit} | {beside:.4g} {point.unit} | "
             f"{ratio.value:.4f} [{ratio.low:.4f}, {ratio.high:.4f}] | {verdict} |"
         )
     sys.stdout.flush()
