@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .groups import EXTRA_ROUND, REFERENCE_GROUP, Slot, group_of, job_key, slot_of
-
-JobKey = tuple[str, tuple[tuple[str, str], ...]]
+from .groups import EXTRA_ROUND, REFERENCE_GROUP, JobKey, Slot, group_of, job_key, slot_of
 
 
 def pack(lengths: Mapping[Slot, float], gpus: Sequence[int], pinned: Mapping[str, int]) -> dict[Slot, int]:
