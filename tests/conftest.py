@@ -5,6 +5,7 @@ never, under CI, for a package the registries provide."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import random
 import shutil
@@ -99,6 +100,16 @@ WORKFLOW_FILES = [
     "Snakefile", "workflow", "config", "profiles", "src", "kernels", "containers", "pyproject.toml",
     "README.md", ".dockerignore",
 ]  # fmt: skip
+
+
+def benchmark_script(name: str) -> ModuleType:
+    """benchmarks/<name>.py imported as a module (the scripts are no package's), for their functions."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def copy_workflow(folder: Path) -> Path:

@@ -3,28 +3,21 @@ verdicts' per-paper tables (the reference runs' own pages)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "placement_pair.py"
+from .conftest import ROOT, benchmark_script
 
 
 @pytest.fixture(scope="module")
-def pair():  # the script, imported as a module (it is no package's)
-    spec = importlib.util.spec_from_file_location("placement_pair_bench", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def pair() -> ModuleType:
+    return benchmark_script("placement_pair")
 
 
-def test_the_estimate_and_compares_counts_are_read(pair) -> None:  # noqa: ANN001
+def test_the_estimate_and_compares_counts_are_read(pair: ModuleType) -> None:
     printed = "gpurepro: 63 jobs planned, about 10 min 25 s with 64 cores; from the studies' models."
     assert pair.estimate_s(printed) == 625
     cluster = "gpurepro: 1017 jobs planned, about 1 h 04 min of wall time on the cluster with 16 SLURM jobs"
