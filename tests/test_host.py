@@ -263,9 +263,11 @@ def test_gpus_sharing_a_socket_split_its_cores_keeping_siblings_together() -> No
 
 def test_a_placed_job_pins_to_its_slice_unless_it_takes_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
     pinned_to: list[set[int]] = []
+    torch_threads: list[int] = []
 
     def fake_pin(cpus: set[int], threads: int) -> host.PinResult:
         pinned_to.append(cpus)
+        torch_threads.append(threads)
         return host.PinResult(True, tuple(sorted(cpus)), threads, threads, f"pinned to {len(cpus)} CPU(s)")
 
     monkeypatch.setattr(host, "pin", fake_pin)
@@ -282,7 +284,11 @@ def test_a_placed_job_pins_to_its_slice_unless_it_takes_every_core(monkeypatch: 
     assert "slice 4-7,20-23 of the GPU's NUMA node 0-7,16-23, shared by 2 GPUs here" in done.note
     monkeypatch.setenv(host.THREADS_VAR, "16")  # a job that takes every core has the host to itself
     done = host.pin_for_gpu("auto", 1)
-    assert pinned_to[-1] == SOCKET0 and "the job's 16 threads run with nothing beside them" in done.note
+    assert pinned_to[-1] == SOCKET0 and "the job holds its 16 cores, with nothing beside it" in done.note
+    assert torch_threads[-1] == 16
+    # ... and measures with the one-GPU plan's torch threads where the rule says (--torch-threads)
+    host.pin_for_gpu("auto", 1, torch_threads=1)
+    assert pinned_to[-1] == SOCKET0 and torch_threads[-1] == 1
     monkeypatch.setenv(host.SLICE_GPUS_VAR, "0,2")  # GPU 1 is not among the GPUs measuring side by side
     monkeypatch.setenv(host.THREADS_VAR, "1")
     host.pin_for_gpu("auto", 1)

@@ -221,6 +221,20 @@ def test_host_paced_points_take_every_core_the_others_one_when_placed(plans: dic
     assert one["inference_gpu_bound"] == {16} and one["hfta_host_paced"] == {1}
 
 
+def test_a_placed_point_measures_with_the_torch_threads_of_the_one_gpu_plan(plans: dict[str, str]) -> None:
+    """The cores a placed job holds decide what runs beside it, not the threads it measures with: a serial
+    HFTA point that keeps the host holds all 16 cores and measures with one torch thread, as on one GPU; a
+    CUDA-graph inference point holds one core and asks for every core's threads, as on one GPU (its slice
+    caps them). The one-GPU plan's commands never name --torch-threads."""
+    asked: dict[str, set[str]] = {}
+    for rule, wildcards, _, command in _placed_jobs(plans["four"]):
+        found = re.search(r"--torch-threads (\d+)", command)
+        asked.setdefault(host_share.kind_of(rule, wildcards) or rule, set()).add(found[1] if found else "")
+    assert asked["hfta_host_paced"] == {"1"} and asked["inference_gpu_bound"] == {"16"}
+    assert asked["inference_host_paced"] == asked["hfta_gpu_bound"] == asked["sgemm"] == {""}
+    assert all("--torch-threads" not in command for *_, command in _placed_jobs(plans["one"]))
+
+
 def test_kinds_of_points() -> None:
     assert host_share.kind_of("infer_deit", {"mode": "eager", "batch": "8"}) == "inference_host_paced"
     assert host_share.kind_of("infer_bert", {"mode": "eager", "batch": "16"}) == "inference_gpu_bound"
@@ -281,7 +295,8 @@ def test_four_gpus_each_carry_claim_groups_never_split_within_a_round(plans: dic
 
 def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[str, str]) -> None:
     """On one GPU every measuring job holds gpu_0 and names GPU 0 as measure_resources() and JOB_GPU
-    gave it; on four, the same commands but for the GPU each job holds."""
+    gave it; on four, the same commands but for the GPU each job holds and, where its cores differ from
+    the one-GPU plan's, the torch threads it has there (test above)."""
     one = {(rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _placed_jobs(plans["one"])}
     four = {
         (rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _grouped(_placed_jobs(plans["four"]))
@@ -293,6 +308,7 @@ def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[
         other_resources, other_command = four[key]
         gpu = _held_gpu(other_resources)
         as_one = re.sub(rf"( --gpu | (?:sgemm \d+ \d+|reference) ){gpu} ", r"\g<1>0 ", other_command, count=1)
+        as_one = re.sub(r" --torch-threads \d+", "", as_one)
         assert as_one == command, (key, other_command)
     assert "GPUs side by side" not in plans["one"]
 

@@ -14,7 +14,7 @@ import pandas as pd
 from .conftest import ROOT, run_gpurepro, run_snakemake
 
 ARCHIVE = ROOT / "reference-runs" / "h200-quick-2026-11-28.tar.gz"
-PLACED = ROOT / "reference-runs" / "h200x4-placed-quick-2026-11-28.tar.gz"
+PLACED = ROOT / "reference-runs" / "h200x4-pair-placed-quick-2026-11-28.tar.gz"
 
 
 def test_the_reference_run_compares_with_itself_as_the_same_within_noise(tmp_path: Path) -> None:

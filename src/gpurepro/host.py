@@ -249,16 +249,19 @@ def _slice_for_job(nvml_index: int, cpus: set[int], meaning: str, asked: int | N
     if part == cpus:
         return cpus, meaning
     if asked is not None and asked > len(part):
-        return cpus, f"{meaning}, all of it: the job's {asked} threads run with nothing beside them"
+        return cpus, f"{meaning}, all of it: the job holds its {asked} cores, with nothing beside it"
     return part, f"slice {format_cpus(part)} of {meaning} {format_cpus(cpus)}, shared by {sharing} GPUs here"
 
 
-def pin_for_gpu(mode: str, nvml_index: int | None) -> PinResult:
+def pin_for_gpu(mode: str, nvml_index: int | None, torch_threads: int | None = None) -> PinResult:
     """The job's pinning as host.pin says: with `auto`, to the CPUs nearest its GPU (its slice of them where
-    several GPUs here measure side by side and share them: _slice_for_job) with torch's threads set to the
-    job's threads (all of those CPUs for a command run by hand); otherwise, or where that cannot be, "not
-    pinned: <why>". Never pins to fewer CPUs than the job's threads: a job Snakemake gave more cores than
-    the GPU's CPUs hold keeps the CPUs it has."""
+    several GPUs here measure side by side and share them: _slice_for_job) with torch's threads set to
+    `torch_threads`, else the job's threads (all of those CPUs for a command run by hand); otherwise, or
+    where that cannot be, "not pinned: <why>". Never pins to fewer CPUs than the job's threads: a job
+    Snakemake gave more cores than the GPU's CPUs hold keeps the CPUs it has. The job's threads choose the
+    CPUs, `torch_threads` only how many of them torch uses: a placed job that keeps the host to itself
+    holds every core so that nothing runs beside it, and measures with the threads its point has in the
+    one-GPU plan."""
     if mode == "off":
         return _not_pinned("host.pin is off")
     if nvml_index is None:
@@ -273,7 +276,7 @@ def pin_for_gpu(mode: str, nvml_index: int | None) -> PinResult:
             f"than the job's {asked} threads"
         )
     cpus, meaning = _slice_for_job(nvml_index, cpus, meaning, asked)
-    result = pin(cpus, asked or len(cpus))
+    result = pin(cpus, torch_threads or asked or len(cpus))
     if result.pinned:
         result = _record(replace(result, note=f"{result.note} ({meaning})"))
     return result

@@ -43,6 +43,9 @@ class JobSettings:
     # DCGM metrics file: a path, or 'auto' for <stem>.dcgm.csv beside the trace; None: not sampled
     dcgm_out: str | None = None
     pin: str = "auto"  # host.PIN_MODES: on the CPUs nearest the GPU, or left where it is
+    # torch's threads where they are not the job's: a placed job that keeps the host to itself holds every
+    # core to keep other jobs off it, and measures with the threads the one-GPU plan gives its point
+    torch_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ def run_job(
     ensure_absent(*outputs)
     # Here, in the job's own process (after the fork server's fork), before the workload is built: what
     # it starts from now on (the sampler, a kernel binary, HFTA's workers) runs on the same CPUs.
-    pinning = host.pin_for_gpu(settings.pin, target.gpu_index)
+    pinning = host.pin_for_gpu(settings.pin, target.gpu_index, settings.torch_threads)
     print(f"host: {pinning.note}", file=sys.stderr)
     started = _begin(files, target, describe)
     gpus = [] if target.gpu_index is None else [target.gpu_index]

@@ -372,17 +372,41 @@ if PLACED:
     os.environ[SLICE_GPUS_VAR] = ",".join(str(g) for g in GPUS)
 
 
+def unplaced_threads(rule):
+    """The threads a measuring rule's jobs have without placement, as in the one-GPU plan: every core for
+    an inference point (host_bound_threads), one for the other studies' points."""
+    return host_bound_threads() if rule.startswith("infer_") else measure_threads()
+
+
 def placed_threads(rule):
     """The threads of a placed measuring rule's jobs: every core for the kinds that keep the host to
-    themselves under claim-group placement, one otherwise; without placement, as before (every inference
-    point takes every core: host_bound_threads; the other studies one)."""
+    themselves under claim-group placement, one otherwise; without placement, as before.
+    """
     if not PLACED:
-        return host_bound_threads() if rule.startswith("infer_") else measure_threads()
+        return unplaced_threads(rule)
     return lambda wildcards: (
         all_cores()
         if host_share.takes_the_host(rule, dict(wildcards.items()), HOST_TO_ITSELF)
         else measure_threads()
     )
+
+
+def measuring_flags(rule, flags):
+    """The `flags` param of a placed measuring rule: under placement, where a job's threads differ from
+    the one-GPU plan's, with `--torch-threads` of the one-GPU plan, so that a point measures with the same
+    torch threads wherever it is placed (a job that keeps the host holds every core to keep other jobs
+    off it, not to use them: a serial HFTA point timed with 64 torch threads read 1.36x its one-GPU
+    figure, measured with one, on the same host). Without placement the flags as they are, so that a
+    one-GPU plan's commands stay as they were."""
+    if not PLACED:
+        return flags
+
+    def placed(wildcards):
+        wanted = unplaced_threads(rule)
+        held = placed_threads(rule)(wildcards)
+        return flags if held == wanted else f"{flags} --torch-threads {wanted}"
+
+    return placed
 
 
 def check_inference_points(key, precisions, modes):

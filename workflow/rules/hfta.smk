@@ -130,7 +130,7 @@ rule hfta_point:
     params:
         # the GPU of the point's claim group in its round (common.smk placed_resources)
         **placed_params(),
-        flags=HFTA_FLAGS,
+        flags=measuring_flags("hfta_point", HFTA_FLAGS),
         # a compiled step is graphed too where graphed steps run (a GPU, sgd)
         graphs=lambda w: (
             "on"

@@ -146,7 +146,7 @@ for family, shape in INFERENCE_FAMILIES.items():
         params:
             # the GPU of the point's claim group in its round (common.smk placed_resources)
             **placed_params(),
-            flags=INFERENCE_FLAGS,
+            flags=measuring_flags(f"infer_{family}", INFERENCE_FLAGS),
             # bound now: a shell command is formatted as the job runs, when the loop's `shape` is the
             # last family's
             model=lambda wildcards, model_args=shape["model_args"]: model_args.format(

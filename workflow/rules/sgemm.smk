@@ -34,7 +34,7 @@ rule sgemm_run:
         reps=SGEMM["reps"],
         warmup=SGEMM["warmup"],
         binary=binary_flag,
-        flags=measurement_flags("sgemm"),
+        flags=measuring_flags("sgemm_run", measurement_flags("sgemm")),
     shell:
         placed_container_exec()
         + "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "

@@ -157,6 +157,11 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
         "such CPUs and they are at least the job's threads; off: leave it where it is. The provenance says "
         "which, and why not (default: auto)",
     )  # fmt: skip
+    group.add_argument(
+        "--torch-threads", type=positive_int, default=None,
+        help="with --pin auto, torch's threads where they are not the job's ($OMP_NUM_THREADS): a placed job "
+        "that keeps the host to itself holds every core yet measures with the one-GPU plan's threads",
+    )  # fmt: skip
     defaults = TelemetrySettings()
     group.add_argument("--rate-hz", type=float, default=defaults.rate_hz, help="telemetry samples per second")
     add_sampler_option(group, defaults.sampler)
@@ -181,7 +186,9 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
 
 def job_settings(args: argparse.Namespace) -> JobSettings:
     """What add_measurement_options asked for, as the measuring job takes it (measure_job.run_job)."""
-    return JobSettings(job_files(args), telemetry_settings(args), args.dcgm_out, args.pin)
+    return JobSettings(
+        job_files(args), telemetry_settings(args), args.dcgm_out, args.pin, args.torch_threads
+    )
 
 
 def job_files(args: argparse.Namespace) -> JobFiles:
