@@ -24,7 +24,9 @@ one mostly idle thread), which asks whether host-paced points could run beside G
 For each sentinel it prints the paired ratio beside / alone over rounds (geometric mean of the per-round
 ratios, 95% t-interval: process_stats.ratio_interval) and a decision: **may run beside** where that
 interval lies within compare's noise floor for time and rate (compare.grade.NOISE_FLOOR, 3%), so a
-neighbour moves it by less than `gpurepro compare` could ever call a change; otherwise **keeps the host**.
+neighbour moves it by less than `gpurepro compare` could ever call a change; otherwise **keeps the host**,
+saying why: the neighbours move it (the interval excludes 1), or its own noise on this host is too wide to
+show that they do not.
 
     python benchmarks/isolation.py --gpu 0 --rounds 6 --out isolation.csv
 """
@@ -261,12 +263,21 @@ def by_round(rows: list[dict], point: str, condition: str) -> dict[int, float]:
     return {r["round"]: r["value"] for r in rows if (r["point"], r["condition"]) == (point, condition)}
 
 
+MAY_RUN_BESIDE = "may run beside"
+MOVED = "keeps the host: the neighbours move it"
+UNSHOWN = "keeps the host: too noisy here to show it within the floor"
+
+
 def decide(rows: list[dict], point: str) -> tuple[Interval, str]:
     """beside / alone over the paired rounds, and whether the point may run beside other GPUs' jobs: only
-    where the whole interval lies within compare's noise floor (MARGIN)."""
+    where the whole interval lies within compare's noise floor (MARGIN). Where it does not, why: the
+    interval excludes 1 (the neighbours move the figure), or it holds 1 but reaches past the floor (the
+    point's own round-to-round noise is too wide here to show that they do not: more rounds, or a quieter
+    host, may)."""
     ratio = ratio_interval(by_round(rows, point, BESIDE), by_round(rows, point, ALONE))
-    inside = ratio.low >= 1 - MARGIN and ratio.high <= 1 + MARGIN
-    return ratio, "may run beside" if inside else "keeps the host"
+    if ratio.low >= 1 - MARGIN and ratio.high <= 1 + MARGIN:
+        return ratio, MAY_RUN_BESIDE
+    return ratio, UNSHOWN if ratio.low <= 1 <= ratio.high else MOVED
 
 
 def report(rows: list[dict], points: list[Sentinel]) -> None:

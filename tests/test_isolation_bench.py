@@ -22,8 +22,8 @@ def test_a_point_runs_beside_others_only_where_its_whole_interval_is_within_the_
     unsure = _rows("noisy", [10.0, 10.0, 10.0, 10.0, 10.0, 10.0], [9.0, 11.2, 9.1, 11.0, 10.1, 10.2])
     rows = steady + slowed + unsure
     ratio, verdict = bench.decide(rows, "sgemm")
-    assert verdict == "may run beside" and 0.99 < ratio.low <= ratio.high < 1.01
+    assert verdict == bench.MAY_RUN_BESIDE and 0.99 < ratio.low <= ratio.high < 1.01
     ratio, verdict = bench.decide(rows, "eager")
-    assert verdict == "keeps the host" and ratio.low > 1.2
+    assert verdict == bench.MOVED and ratio.low > 1.2
     ratio, verdict = bench.decide(rows, "noisy")
-    assert verdict == "keeps the host" and ratio.low < 1 < ratio.high
+    assert verdict == bench.UNSHOWN and ratio.low < 1 < ratio.high

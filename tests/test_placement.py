@@ -148,8 +148,8 @@ def test_the_record_names_each_groups_gpu_round_by_round(tmp_path: Path) -> None
     assert not list(path.parent.glob("*.tmp"))
 
 
-# Dry-runs of the full H100 plan (about 15 s each), made once for the tests below, in one copy of the
-# workflow: in the checkout a plan would read the user's results/.
+# Dry-runs of the full H100 plan with the default placement, claim_groups (about 15 s each), made once
+# for the tests below, in one copy of the workflow: in the checkout a plan would read the user's results/.
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     copy = copy_workflow(tmp_path_factory.mktemp("workflow"))
@@ -163,8 +163,7 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ("eight_shared", "[0,1,2,3,4,5,6,7]", [], ["host_to_itself=[]"]),
     ):
         result = run_snakemake(
-            "-n", *printed, "--cores", "16", "--config", "device=h100", f"gpus={gpus}",
-            "placement=claim_groups", *more, cwd=copy
+            "-n", *printed, "--cores", "16", "--config", "device=h100", f"gpus={gpus}", *more, cwd=copy
         )  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
         made[name] = result.stdout + result.stderr

@@ -394,10 +394,10 @@ def placed_threads(rule):
 def measuring_flags(rule, flags):
     """The `flags` param of a placed measuring rule: under placement, where a job's threads differ from
     the one-GPU plan's, with `--torch-threads` of the one-GPU plan, so that a point measures with the same
-    torch threads wherever it is placed (a job that keeps the host holds every core to keep other jobs
-    off it, not to use them: a serial HFTA point timed with 64 torch threads read 1.36x its one-GPU
-    figure, measured with one, on the same host). Without placement the flags as they are, so that a
-    one-GPU plan's commands stay as they were."""
+    torch threads wherever it is placed: a job that keeps the host holds every core to keep other jobs
+    off it, not to use them (placed with 64 torch threads, a serial HFTA point read 1.36x [0.79, 1.83]
+    its one-GPU figure with one, on the same host: within noise, but a condition the placement changed).
+    Without placement the flags as they are, so that a one-GPU plan's commands stay as they were."""
     if not PLACED:
         return flags
 
