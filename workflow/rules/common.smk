@@ -380,8 +380,7 @@ def unplaced_threads(rule):
 
 def placed_threads(rule):
     """The threads of a placed measuring rule's jobs: every core for the kinds that keep the host to
-    themselves under claim-group placement, one otherwise; without placement, as before.
-    """
+    themselves under claim-group placement, one otherwise; without placement, as before."""
     if not PLACED:
         return unplaced_threads(rule)
     return lambda wildcards: (
@@ -400,11 +399,10 @@ def measuring_flags(rule, flags):
     Without placement the flags as they are, so that a one-GPU plan's commands stay as they were."""
     if not PLACED:
         return flags
+    wanted, held = unplaced_threads(rule), placed_threads(rule)
 
     def placed(wildcards):
-        wanted = unplaced_threads(rule)
-        held = placed_threads(rule)(wildcards)
-        return flags if held == wanted else f"{flags} --torch-threads {wanted}"
+        return flags if held(wildcards) == wanted else f"{flags} --torch-threads {wanted}"
 
     return placed
 
