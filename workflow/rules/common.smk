@@ -380,7 +380,8 @@ def unplaced_threads(rule):
 
 def placed_threads(rule):
     """The threads of a placed measuring rule's jobs: every core for the kinds that keep the host to
-    themselves under claim-group placement, one otherwise; without placement, as before."""
+    themselves under claim-group placement, one otherwise; without placement, as before.
+    """
     if not PLACED:
         return unplaced_threads(rule)
     return lambda wildcards: (
@@ -396,13 +397,16 @@ def measuring_flags(rule, flags):
     torch threads wherever it is placed: a job that keeps the host holds every core to keep other jobs
     off it, not to use them (placed with 64 torch threads, a serial HFTA point read 1.36x [0.79, 1.83]
     its one-GPU figure with one, on the same host: within noise, but a condition the placement changed).
-    Without placement the flags as they are, so that a one-GPU plan's commands stay as they were."""
+    Without placement the flags as they are, so that a one-GPU plan's commands stay as they were.
+    """
     if not PLACED:
         return flags
     wanted, held = unplaced_threads(rule), placed_threads(rule)
 
     def placed(wildcards):
-        return flags if held(wildcards) == wanted else f"{flags} --torch-threads {wanted}"
+        return (
+            flags if held(wildcards) == wanted else f"{flags} --torch-threads {wanted}"
+        )
 
     return placed
 

@@ -186,9 +186,7 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
 
 def job_settings(args: argparse.Namespace) -> JobSettings:
     """What add_measurement_options asked for, as the measuring job takes it (measure_job.run_job)."""
-    return JobSettings(
-        job_files(args), telemetry_settings(args), args.dcgm_out, args.pin, args.torch_threads
-    )
+    return JobSettings(job_files(args), telemetry_settings(args), args.dcgm_out, args.pin, args.torch_threads)
 
 
 def job_files(args: argparse.Namespace) -> JobFiles:
