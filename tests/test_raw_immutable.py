@@ -54,9 +54,33 @@ def test_a_changed_setting_is_refused_with_the_keys_that_changed(tmp_path: Path)
     assert f"{files[0]} (rule sgemm_run): {PARAMS}" in message
     assert "  quick: false -> true" in message and "rate_hz" not in message  # only what changed
     assert "--config results_dir=<new folder>" in message and "--forcerun <rule>" in message
+    assert "as it was measured, run with its settings: --config quick=false\n" in message
     # where the sidecars name no kept config, the jobs' own settings before and now are said instead
     message = replacements.refusal(found, tmp_path / "elsewhere", {"quick": True})
     assert message is not None and "before: 20" in message and "and now: 10" in message
+    assert "as it was measured" not in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "argument"),
+    [
+        ("quick", "false", "quick=false"),
+        ("placement", '"one_gpu"', "placement=one_gpu"),
+        ("gpus", "[0, 1]", "'gpus=[0, 1]'"),
+        ("telemetry.rate_hz", "50", "'telemetry={rate_hz: 50}'"),
+        ("data.imagenet.full", "true", "'data={imagenet: {full: true}}'"),
+        ("compare_with", '"a run; rm x"', "'compare_with=\"a run; rm x\"'"),
+    ],
+)
+def test_the_settings_measured_with_are_said_as_config_arguments(key: str, value: str, argument: str) -> None:
+    assert replacements.config_argument(key, value) == argument
+
+
+def test_no_way_back_is_offered_where_a_key_had_several_values_or_none() -> None:
+    assert replacements.settings_measured_with([("quick", {"false"}, "true")]) == ["quick=false"]
+    assert replacements.settings_measured_with([("quick", {"false", "true"}, "true")]) is None
+    assert replacements.settings_measured_with([("placement", {replacements.NOT_SET}, '"one_gpu"')]) is None
+    assert replacements.settings_measured_with([]) is None
 
 
 @pytest.mark.parametrize(
@@ -116,6 +140,10 @@ def test_a_quick_run_after_a_full_one_keeps_every_raw_file(workflow_copy: Path) 
     assert "stopped before any job: this run would replace 8 raw files of 2 points" in said
     assert "results/cpu/sgemm/raw/torch_n256.csv (rule sgemm_run)" in said and "quick: false -> true" in said
     assert _checksums(raw) == measured  # byte-identical, none missing
+    # the way back it offers plans none of them again
+    assert "run with its settings: --config quick=false\n" in said
+    back = run_snakemake(*args, "-n", "--config", "quick=false", cwd=workflow_copy)
+    assert back.returncode == 0 and "sgemm_run" not in back.stdout and "would stop" not in back.stderr
 
     # asked for: the points run again, and what they replace is kept, byte-identical, outside the run
     forced = run_snakemake(*args, "--forcerun", "sgemm_run", "--config", "quick=true", cwd=workflow_copy)
@@ -126,3 +154,12 @@ def test_a_quick_run_after_a_full_one_keeps_every_raw_file(workflow_copy: Path) 
     }
     assert _checksums(raw)["torch_n256.csv"] != measured["torch_n256.csv"]  # measured again, quick
     assert _checksums(raw)["torch_n1024.csv"] == measured["torch_n1024.csv"]
+
+    # --touch marks the full run's points up to date for quick=false again: it replaces no file, so it
+    # runs, and what is measured stays as it is
+    before_touch = _checksums(raw)
+    touched = run_snakemake(*args, "--touch", "--forceall", cwd=workflow_copy)
+    said = touched.stdout + touched.stderr
+    assert touched.returncode == 0, said[-4000:]
+    assert "would replace" not in said and "moved to" not in said
+    assert _checksums(raw) == before_touch

@@ -162,16 +162,19 @@ onstart:
             else "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
             "Use the default profile, or --profile profiles/slurm"
         )
-    # first: nothing measured is replaced unless asked for (runplan.smk)
-    guard_raw_data()
-    print_estimate()
-    # which GPU measures each claim group, round by round (placement.smk)
-    write_placement()
-    # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
-    provenance.record_config(config, Path(RESULTS), CONFIG_HASH)
-    # the levels cool-downs end at are learned afresh by each run (telemetry/cooldown.py)
-    forget_levels(Path(COOLDOWN_DIR))
-    start_fork_server()
+    # --touch marks outputs up to date (their times and Snakemake's metadata) and runs no job: it replaces
+    # no raw file, so neither the guard nor the estimate nor the fork server has work to do
+    if not workflow.touch:
+        # first: nothing measured is replaced unless asked for (runplan.smk)
+        guard_raw_data()
+        print_estimate()
+        # which GPU measures each claim group, round by round (placement.smk)
+        write_placement()
+        # kept beside the results as config/<hash>.yaml: `gpurepro compare` lists the keys two runs differ in
+        provenance.record_config(config, Path(RESULTS), CONFIG_HASH)
+        # the levels cool-downs end at are learned afresh by each run (telemetry/cooldown.py)
+        forget_levels(Path(COOLDOWN_DIR))
+        start_fork_server()
 
 
 onerror:

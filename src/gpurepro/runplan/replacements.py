@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import provenance, results
+
+# a key the config the files were measured with, or this run's, lacks
+NOT_SET = "(not set)"
+# a config key (dotted), its values (JSON) in the configs raw files were measured with, its value now
+Difference = tuple[str, set[str], str]
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,10 @@ def from_dag(dag: Any) -> list[Replacement]:
     return found
 
 
-def changed_settings(files: Iterable[str], device_results: Path, config: Mapping[str, Any]) -> list[str]:
-    """'quick: false -> true' for each config key whose value differs between the config the files were
-    measured with (their sidecars' config_hash, kept as config/<hash>.yaml) and this run's."""
+def _differences(files: Iterable[str], device_results: Path, config: Mapping[str, Any]) -> list[Difference]:
+    """(key, its values in the configs the files were measured with, its value now) for each config key
+    (provenance.flat_config, values as JSON) that differs between the configs the files' sidecars name
+    by config_hash (kept as config/<hash>.yaml) and this run's; none where no sidecar names a kept one."""
     now = provenance.flat_config(json.loads(json.dumps(config, default=str)))
     sidecars = (Path(f) for f in files if f.endswith(results.SIDECAR_SUFFIX) and Path(f).is_file())
     digests = {
@@ -83,10 +91,34 @@ def changed_settings(files: Iterable[str], device_results: Path, config: Mapping
     }
     before = provenance.recorded_config_values(device_results, digests)
     return [
-        f"{key}: {' / '.join(sorted(before.get(key, {'(not set)'})))} -> {now.get(key, '(not set)')}"
+        (key, before.get(key, {NOT_SET}), now.get(key, NOT_SET))
         for key in sorted({*before, *now})
         if before and before.get(key) != {now.get(key)}
     ]
+
+
+def changed_settings(differences: list[Difference]) -> list[str]:
+    """'quick: false -> true' for each of _differences'."""
+    return [f"{key}: {' / '.join(sorted(before))} -> {now}" for key, before, now in differences]
+
+
+def config_argument(key: str, value: str) -> str:
+    """`--config` text, quoted for a shell, that sets the dotted `key` to `value` (JSON): quick=false,
+    'gpus=[0, 1]', 'telemetry={rate_hz: 50}' (Snakemake merges a nested mapping into the config)."""
+    loaded = json.loads(value)
+    text = loaded if isinstance(loaded, str) and re.fullmatch(r"[\w./-]+", loaded) else value
+    top, *nested = key.split(".")
+    for part in reversed(nested):
+        text = f"{{{part}: {text}}}"
+    return shlex.quote(f"{top}={text}")
+
+
+def settings_measured_with(differences: list[Difference]) -> list[str] | None:
+    """The `--config` arguments that set back each of _differences' keys to the one value the files were
+    measured with; None where that cannot be said (a key had several values, or none)."""
+    if not differences or any(len(before) != 1 or NOT_SET in before for _, before, _ in differences):
+        return None
+    return [config_argument(key, next(iter(before))) for key, before, _ in differences]
 
 
 def _points(replacements: list[Replacement], shown: int) -> list[str]:
@@ -112,7 +144,8 @@ def refusal(
     if not refused:
         return None
     files = [f for r in refused for f in r.files]
-    settings = changed_settings(files, device_results, config)
+    differences = _differences(files, device_results, config)
+    settings = changed_settings(differences)
     params = (
         sorted({p for r in refused for p in r.params_before}),
         sorted({p for r in refused for p in r.params_now}),
@@ -134,6 +167,12 @@ def refusal(
             f"Their jobs' settings before: {', '.join(params[0])}",
             f"  and now: {', '.join(params[1])}",
         ]
+    measured_with = settings_measured_with(differences)
+    if measured_with:
+        lines.append(
+            "To go on with this folder as it was measured, run with its settings: --config "
+            + " ".join(measured_with)
+        )
     lines += [
         "To measure with the new settings, write this run elsewhere: --config results_dir=<new folder> "
         "(e.g. results-quick). To rerun the same settings' points after a code or input change, or to "
