@@ -274,6 +274,8 @@ def test_a_placed_job_pins_to_its_slice_unless_it_takes_every_core(monkeypatch: 
     monkeypatch.setattr(host, "_LAST", None)
     monkeypatch.setattr(host, "nearest_cpus", lambda index: (FOUR_GPUS[index], "the GPU's NUMA node"))
     monkeypatch.setattr(host, "core_of", sibling_core)
+    for var in host.THREAD_COUNT_VARS:  # --torch-threads sets them: restored after the test
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv(host.THREADS_VAR, "1")
     monkeypatch.delenv(host.SLICE_GPUS_VAR, raising=False)
     host.pin_for_gpu("auto", 1)  # not a placed run: the whole NUMA set, as before
@@ -289,6 +291,7 @@ def test_a_placed_job_pins_to_its_slice_unless_it_takes_every_core(monkeypatch: 
     # ... and measures with the one-GPU plan's torch threads where the rule says (--torch-threads)
     host.pin_for_gpu("auto", 1, torch_threads=1)
     assert pinned_to[-1] == SOCKET0 and torch_threads[-1] == 1
+    monkeypatch.setenv(host.THREADS_VAR, "1")
     monkeypatch.setenv(host.SLICE_GPUS_VAR, "0,2")  # GPU 1 is not among the GPUs measuring side by side
     monkeypatch.setenv(host.THREADS_VAR, "1")
     host.pin_for_gpu("auto", 1)
@@ -300,3 +303,31 @@ def test_core_of_reads_the_siblings_from_sysfs(tmp_path: Path) -> None:
     (tmp_path / "cpu17" / "topology" / "thread_siblings_list").write_text("1,17\n")
     assert host.core_of(17, tmp_path) == 1
     assert host.core_of(5, tmp_path) == 5  # nothing in sysfs: the CPU is its own core
+
+
+def test_torch_threads_hold_unpinned_and_in_the_processes_the_job_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A placed job that keeps the host (Snakemake set 16 threads) measures with the one-GPU plan's
+    --torch-threads where it cannot be pinned too, and so do the workers it starts (HFTA's concurrent and
+    MPS processes take their threads from the environment)."""
+    torch = pytest.importorskip("torch")
+    for var in host.THREAD_COUNT_VARS:
+        monkeypatch.setenv(var, "16")
+    monkeypatch.setattr(host, "_LAST", None)
+    before = torch.get_num_threads()
+    try:
+        done = host.pin_for_gpu("off", 0, torch_threads=2)
+        assert not done.pinned and done.torch_threads == torch.get_num_threads() == 2
+        assert done.note.startswith("not pinned: host.pin is off; 2 torch thread(s), the one-GPU plan's")
+        assert {os.environ[var] for var in host.THREAD_COUNT_VARS} == {"2"}
+        child = subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+            capture_output=True, text=True, check=True, timeout=300,
+        )  # fmt: skip
+        assert child.stdout.strip() == "2"
+    finally:
+        torch.set_num_threads(before)
+    # without --torch-threads nothing changes: the job's own threads, as Snakemake set them
+    done = host.pin_for_gpu("off", 0)
+    assert done.note == "not pinned: host.pin is off" and os.environ[host.THREADS_VAR] == "2"

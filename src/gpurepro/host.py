@@ -34,6 +34,16 @@ PIN_MODES = ("auto", "off")
 PINNED_CPUS_VAR = "GPUREPRO_PINNED_CPUS"
 # Snakemake sets this to the job's `threads` in every shell command it runs.
 THREADS_VAR = "OMP_NUM_THREADS"
+# ... and these with it (snakemake/shell.py): what torch, OpenMP and the BLAS libraries of the processes a
+# job starts size their thread pools by.
+THREAD_COUNT_VARS = (
+    THREADS_VAR,
+    "GOTO_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 # The GPUs ("0,1,2,3") whose measuring jobs run side by side on this host (a placed run, common.smk): the
 # GPUs among them that share a CPU set split it, each pinning its jobs to a slice of its own.
 SLICE_GPUS_VAR = "GPUREPRO_SLICE_GPUS"
@@ -254,14 +264,38 @@ def _slice_for_job(nvml_index: int, cpus: set[int], meaning: str, asked: int | N
 
 
 def pin_for_gpu(mode: str, nvml_index: int | None, torch_threads: int | None = None) -> PinResult:
-    """The job's pinning as host.pin says: with `auto`, to the CPUs nearest its GPU (its slice of them where
-    several GPUs here measure side by side and share them: _slice_for_job) with torch's threads set to
-    `torch_threads`, else the job's threads (all of those CPUs for a command run by hand); otherwise, or
-    where that cannot be, "not pinned: <why>". Never pins to fewer CPUs than the job's threads: a job
-    Snakemake gave more cores than the GPU's CPUs hold keeps the CPUs it has. The job's threads choose the
-    CPUs, `torch_threads` only how many of them torch uses: a placed job that keeps the host to itself
-    holds every core so that nothing runs beside it, and measures with the threads its point has in the
-    one-GPU plan."""
+    """The job's pinning as host.pin says (_pin_near_gpu), with torch's threads set to `torch_threads`
+    where it is given, pinned or not, in this process and in those it starts from now on (HFTA's
+    concurrent and MPS workers): a placed job that keeps the host to itself holds every core so that
+    nothing runs beside it, and measures with the threads its point has in the one-GPU plan, where the
+    job cannot be pinned (host.pin off, no NVML affinity) too. Without `torch_threads`, torch keeps the
+    job's threads ($OMP_NUM_THREADS) where it is not pinned."""
+    result = _pin_near_gpu(mode, nvml_index, torch_threads)
+    if torch_threads is None:
+        return result
+    # a worker, from a fresh interpreter or forked from the fork server (forkserver/server.py), sizes its
+    # thread pools by these, as it would in the one-GPU plan's job
+    os.environ.update(dict.fromkeys(THREAD_COUNT_VARS, str(torch_threads)))
+    if result.pinned:
+        return result
+    intra, inter, kept = _set_torch_threads(torch_threads)
+    return _record(
+        replace(
+            result,
+            torch_threads=intra,
+            torch_interop_threads=inter,
+            note=f"{result.note}; {torch_threads} torch thread(s), the one-GPU plan's{kept}",
+        )
+    )
+
+
+def _pin_near_gpu(mode: str, nvml_index: int | None, torch_threads: int | None) -> PinResult:
+    """With `auto`, pin to the CPUs nearest the job's GPU (its slice of them where several GPUs here
+    measure side by side and share them: _slice_for_job) with torch's threads set to `torch_threads`, else
+    the job's threads (all of those CPUs for a command run by hand); otherwise, or where that cannot be,
+    "not pinned: <why>". Never pins to fewer CPUs than the job's threads: a job Snakemake gave more cores
+    than the GPU's CPUs hold keeps the CPUs it has. The job's threads choose the CPUs, `torch_threads`
+    only how many of them torch uses."""
     if mode == "off":
         return _not_pinned("host.pin is off")
     if nvml_index is None:

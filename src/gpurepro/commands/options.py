@@ -159,8 +159,9 @@ def add_measurement_options(parser: argparse.ArgumentParser, active_idle: bool =
     )  # fmt: skip
     group.add_argument(
         "--torch-threads", type=positive_int, default=None,
-        help="with --pin auto, torch's threads where they are not the job's ($OMP_NUM_THREADS): a placed job "
-        "that keeps the host to itself holds every core yet measures with the one-GPU plan's threads",
+        help="torch's threads, and those of the processes the job starts, where they are not the job's "
+        "($OMP_NUM_THREADS), pinned or not: a placed job that keeps the host to itself holds every core yet "
+        "measures with the one-GPU plan's threads",
     )  # fmt: skip
     defaults = TelemetrySettings()
     group.add_argument("--rate-hz", type=float, default=defaults.rate_hz, help="telemetry samples per second")
