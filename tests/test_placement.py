@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from gpurepro.placement import groups, host_share, packing
 from gpurepro.placement.groups import EXTRA_ROUND, Slot
 
 from .conftest import copy_workflow, run_snakemake
+
+# the resources of a job on GPU 0 of a one-GPU plan (Snakemake's tmpdir is the system's, as $TMPDIR says)
+ON_GPU_0 = {"tmpdir": tempfile.gettempdir(), "gpu_0": "1", "gpu": "1"}
 
 
 def _deit(model: str, batch: int, precision: str, mode: str, run: int) -> dict[str, object]:
@@ -303,7 +307,7 @@ def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[
     one.pop(("reference_run", ()))  # four GPUs measure the rates on each (test below)
     assert one.keys() == four.keys() and len(one) > 900
     for key, (resources, command) in one.items():
-        assert resources == {"tmpdir": "/tmp", "gpu_0": "1", "gpu": "1"}, key
+        assert resources == ON_GPU_0, key
         other_resources, other_command = four[key]
         gpu = _held_gpu(other_resources)
         as_one = re.sub(rf"( --gpu | (?:sgemm \d+ \d+|reference) ){gpu} ", r"\g<1>0 ", other_command, count=1)
@@ -330,7 +334,7 @@ def test_each_gpu_measures_its_own_reference_rates_when_placed(plans: dict[str, 
     [(wildcards, resources, command)] = [
         (w, r, c) for rule, w, r, c in _placed_jobs(plans["one"]) if rule == "reference_run"
     ]
-    assert wildcards == {} and resources == {"tmpdir": "/tmp", "gpu_0": "1", "gpu": "1"}
+    assert wildcards == {} and resources == ON_GPU_0
     assert command.startswith("gpurepro reference 0 ")
     assert " --out results/h100/reference/raw/rates.csv " in command
 
