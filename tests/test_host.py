@@ -289,9 +289,10 @@ def test_a_placed_job_pins_to_its_slice_unless_it_takes_every_core(monkeypatch: 
     assert pinned_to[-1] == SOCKET0 and "the job holds its 16 cores, with nothing beside it" in done.note
     assert torch_threads[-1] == 16
     # ... and measures with the one-GPU plan's torch threads where the rule says (--torch-threads)
-    host.pin_for_gpu("auto", 1, torch_threads=1)
+    done = host.pin_for_gpu("auto", 1, torch_threads=1)
     assert pinned_to[-1] == SOCKET0 and torch_threads[-1] == 1
-    monkeypatch.setenv(host.THREADS_VAR, "1")
+    # ... and so do the processes it starts (HFTA's workers): the threads its torch has
+    assert done.torch_threads == 1 and {os.environ[var] for var in host.THREAD_COUNT_VARS} == {"1"}
     monkeypatch.setenv(host.SLICE_GPUS_VAR, "0,2")  # GPU 1 is not among the GPUs measuring side by side
     monkeypatch.setenv(host.THREADS_VAR, "1")
     host.pin_for_gpu("auto", 1)

@@ -273,20 +273,20 @@ def pin_for_gpu(mode: str, nvml_index: int | None, torch_threads: int | None = N
     result = _pin_near_gpu(mode, nvml_index, torch_threads)
     if torch_threads is None:
         return result
-    # a worker, from a fresh interpreter or forked from the fork server (forkserver/server.py), sizes its
-    # thread pools by these, as it would in the one-GPU plan's job
-    os.environ.update(dict.fromkeys(THREAD_COUNT_VARS, str(torch_threads)))
-    if result.pinned:
-        return result
-    intra, inter, kept = _set_torch_threads(torch_threads)
-    return _record(
-        replace(
-            result,
-            torch_threads=intra,
-            torch_interop_threads=inter,
-            note=f"{result.note}; {torch_threads} torch thread(s), the one-GPU plan's{kept}",
+    if not result.pinned:
+        intra, inter, kept = _set_torch_threads(torch_threads)
+        result = _record(
+            replace(
+                result,
+                torch_threads=intra,
+                torch_interop_threads=inter,
+                note=f"{result.note}; {torch_threads} torch thread(s), the one-GPU plan's{kept}",
+            )
         )
-    )
+    # a worker, from a fresh interpreter or forked from the fork server (forkserver/server.py), sizes its
+    # thread pools by these: as this process's torch has them (at most its CPUs where it was pinned)
+    os.environ.update(dict.fromkeys(THREAD_COUNT_VARS, str(result.torch_threads or torch_threads)))
+    return result
 
 
 def _pin_near_gpu(mode: str, nvml_index: int | None, torch_threads: int | None) -> PinResult:
