@@ -1,6 +1,6 @@
 """Intervals across independent processes: what a rerun of a point can be expected to give.
 
-One process is one sample (DESIGN.md, "How to measure"): the reps inside a process show that process's
+One process is one sample (docs/design.md, "How to measure"): the reps inside a process show that process's
 noise, not the next one's, and on one host a figure that the host paces moves 10-60% from one process to
 the next. So a figure that a claim or a comparison reads is measured in several processes, and its
 interval here is over those processes' figures, one value each.

@@ -1,6 +1,6 @@
 """Repeats over processes: how many independent processes measure a point, and the rounds they run in.
 
-One process is one sample (DESIGN.md): a figure that the host paces moves 10-60% from one process to the
+One process is one sample (docs/design.md): a figure that the host paces moves 10-60% from one process to the
 next on one host, so every point runs in k processes of its own, k from the device profile's study
 section (`repeats`: one count, or one for host-paced points and one for GPU-bound ones).
 

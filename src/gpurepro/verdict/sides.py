@@ -1,5 +1,5 @@
 """Where a claim's sides ran: whether the points one claim compares shared a GPU round by round, and
-what else was measured beside them (DESIGN.md, claim-affine placement; issue 60).
+what else was measured beside them (docs/design.md, claim-affine placement; issue 60).
 
 Two cards of one model differ (1.9% in SGEMM rate across four H100s of one node), and a ratio or
 difference cancels its card's offset only where both sides ran on one card. With `placement:
