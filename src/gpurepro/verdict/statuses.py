@@ -9,7 +9,9 @@ A magnitude reads *consistent* (its interval inside the accepted range), *incons
 paper states across its models and GPUs, a figure wholly above the range reads *above the paper's range*.
 An inconclusive reading neither holds nor partly holds: it waits for more processes. *Partly held* means
 the direction holds and the magnitude is inconsistent, or above the paper's range. A direction whose
-magnitude is not testable here is shown but not counted: it tests no figure the paper found.
+magnitude is not testable here is shown but not counted: it tests no figure the paper found. A magnitude
+resting on a host-paced figure whose interval over machines does not resolve it is *host-dependent*: its
+direction is judged, its magnitude shown and not counted (it measures the host as much as the GPU).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ DIRECTION_WITHIN = "direction holds, magnitude consistent"
 DIRECTION_OUTSIDE = "direction holds, magnitude inconsistent"
 DIRECTION_UNTESTED = "direction holds, magnitude not testable here"
 DIRECTION_UNRESOLVED = "direction holds, magnitude inconclusive"
+# a magnitude resting on a host-paced figure, unresolved over machines: more processes would not settle it
+DIRECTION_HOST = "direction holds, magnitude host-dependent"
+HOST_DEPENDENT = "host-dependent"
 # a range the paper states across its models and GPUs, exceeded: news a reviewer must see, not a match
 DIRECTION_ABOVE_RANGE = "direction holds, magnitude above the paper's range"
 ABOVE_RANGE = "above the paper's range"
@@ -49,6 +54,9 @@ GRADE_OF = {
     DIRECTION_WITHIN: HELD,
     # a direction alone tests no magnitude the paper found: shown, not counted toward "reproduced"
     DIRECTION_UNTESTED: UNTESTABLE,
+    # the host sets the magnitude: shown beside the host's pace, not counted
+    DIRECTION_HOST: UNTESTABLE,
+    HOST_DEPENDENT: UNTESTABLE,
     ORDER_HOLDS: HELD,
     DIRECTION_OUTSIDE: PARTLY,
     DIRECTION_ABOVE_RANGE: PARTLY,
