@@ -483,7 +483,13 @@ def test_papers_are_summed_up_first_and_regression_checks_never_count(hardware_d
     hardware = load_hardware(hardware_dir)
     folder = hardware_dir.parent / "expected"
     write_claims(
-        folder, relative_claim(), relative_claim(id="needs-two", needs={"gpus": 2}), name="paper.yaml"
+        folder,
+        relative_claim(),
+        # another measurement (each is counted once): the speedup's median
+        relative_claim(
+            id="needs-two", needs={"gpus": 2}, measure={**relative_claim()["measure"], "statistic": "median"}
+        ),
+        name="paper.yaml",
     )
     write_claims(
         folder, claim(id="ours"), name="ours.yaml", purpose="regression", source={"title": "our run"}
@@ -1014,14 +1020,18 @@ def test_cli_writes_markdown_csv_html_and_the_landing_page(tmp_path: Path, hardw
     claims = write_claims(
         tmp_path / "expected",
         claim(),
-        claim(id="v100-rate", gpu="v100", claim="a V100 reaches 10 TFLOP/s", expected={"value": 10.0}),
+        # each claim its own measurement (a measurement is counted once: test_verdict_counted_once.py)
+        claim(id="v100-rate", gpu="v100", claim="a V100 reaches 10 TFLOP/s", expected={"value": 10.0},
+              measure={**claim()["measure"], "where": {"backend": "torch", "n": 4096}}),
         relative_claim(measure={**relative_claim()["measure"], "reduce": "each"}),
-        claim(id="slow", expected={"value": 80.0}),
-    )
+        claim(id="slow", expected={"value": 80.0},
+              measure={**claim()["measure"], "where": {"backend": "torch", "n": 16384}}),
+    )  # fmt: skip
     out = tmp_path / "results" / "h200"
     tables = out / "tables"
     tables.mkdir(parents=True)
-    sgemm_table([("torch", 8192, "rate", 51.0)]).to_csv(tables / "sgemm.csv", index=False)
+    rates = [("torch", n, "rate", 51.0) for n in (8192, 4096, 16384)]
+    sgemm_table(rates).to_csv(tables / "sgemm.csv", index=False)
     reference_table(H200, fp32_gemm=51.0).to_csv(tables / "reference.csv", index=False)
     plot = out / "plots" / "sgemm.png"
     plot.parent.mkdir()

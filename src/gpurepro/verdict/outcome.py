@@ -9,16 +9,15 @@ from dataclasses import dataclass
 
 from ..hardware import Gpu
 from .claims import Claim
-from .ranges import number
+from .ranges import number, stated_high_end
 from .statuses import (
     GRADE_OF,
     INCONCLUSIVE_RESULTS,
     INFO,
-    NOT_COMPARABLE,
     SCALED,
-    SHOWN,
     TRANSFERRED,
     UNMEASURED,
+    UNTESTABLE,
 )
 
 
@@ -43,6 +42,9 @@ class Outcome:
     through: str | None = None
     # whether its sides shared a GPU round by round and what ran beside them (sides.py); '' unknown
     sides: str = ""
+    # the claim whose reading of the same measurement counts toward the headline (measurements.py): this
+    # one is shown with it and not counted again; None where this reading counts
+    counted_with: Claim | None = None
 
     @property
     def inconclusive(self) -> bool:
@@ -70,6 +72,8 @@ class Outcome:
             result += " (shown, not counted)"
         if self.claim.revisions and measured:
             result += f" (protocol revised {self.claim.revisions[-1].date})"
+        if self.counted_with is not None:
+            result += f" (the measurement of {self.counted_with.id}, counted once there)"
         if self.judged == SCALED:
             return f"scaled from {self.paper_gpus[0].name}: {result}"
         if self.judged == TRANSFERRED:
@@ -83,6 +87,12 @@ class Outcome:
         grade = GRADE_OF[self.result]
         return INFO if self.claim.not_counted and grade != UNMEASURED else grade
 
+    @property
+    def uncertainty(self) -> float:
+        """The scaling's relative uncertainty that widened the accepted range (0 where not scaled)."""
+        scaling = self.claim.scaling
+        return scaling.uncertainty if self.factor is not None and scaling is not None else 0.0
+
     def describe_paper_gpus(self) -> str:
         return ", ".join(gpu.name for gpu in self.paper_gpus)
 
@@ -93,10 +103,20 @@ class Outcome:
         return f"measured on {self.measured_on}; paper: {self.describe_paper_gpus()}"
 
     def describe_expected(self) -> str:
-        """The expectation here: the published one, or scaled to this GPU, with the range it accepts."""
-        text = self.claim.describe_expected(self.factor)
-        if self.judged and not self.claim.order and self.result not in (SHOWN, NOT_COMPARABLE):
+        """The expectation here: the published one, or scaled to this GPU, with the range it accepts,
+        both ends (a range the paper states across its models ends at its stated high end, where the
+        judge reads "above the paper's range"). A reading taken through another claim's figure expects
+        that figure; a range that cannot fail, or a reading not judged against one, prints none."""
+        shown = self.counted_with if self.through is not None else None
+        if shown is not None and shown.id == self.through:
+            text = f"{shown.describe_expected(self.factor)}, {shown.id}'s figure"
+        else:
+            text = self.claim.describe_expected(self.factor)
+        if self.judged and not self.claim.order and GRADE_OF[self.result] not in (UNTESTABLE, INFO):
             low, high = self.accepted
+            capped = stated_high_end(self.claim.expected, self.claim.tolerance, self.factor, self.uncertainty)
+            if capped is not None and math.isinf(high):
+                high = capped
             text += f"; accepted {number(low)} to {number(high)}{self.claim.shown_unit}"
         return text
 

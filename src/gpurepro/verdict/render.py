@@ -14,8 +14,20 @@ from ..reference import REFERENCES
 from .claims import REGRESSION, REPRODUCTION, Claim
 from .here import Here
 from .measured import HowMeasured
+from .measurements import counted_once
 from .outcome import Outcome
-from .statuses import GRADES, HELD, INFO, NOT_HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED, UNTESTABLE
+from .statuses import (
+    GRADE_OF,
+    GRADES,
+    HELD,
+    INFO,
+    NOT_HELD,
+    PARTLY,
+    TESTABLE,
+    UNMEASURED,
+    UNRESOLVED,
+    UNTESTABLE,
+)
 from .summary import PaperVerdict, paper_verdicts, regression_counts
 
 COLUMNS = [
@@ -45,6 +57,7 @@ COLUMNS = [
     "scaling_why",
     "detail",
     "sides",
+    "counted_with",
     "plot",
     "source",
     "source_where",
@@ -111,9 +124,11 @@ def _finite(value: float) -> float | None:
 
 def frame(outcomes: list[Outcome]) -> pd.DataFrame:
     rows = []
-    for o in outcomes:
+    for o in counted_once(outcomes):
         claim = o.claim
         low, high = o.accepted if o.judged else claim.accepted_range()
+        if GRADE_OF[o.result] in (UNTESTABLE, INFO):  # a range that cannot fail, or none judged against
+            low, high = math.nan, math.nan
         rows.append(
             {
                 "id": claim.id,
@@ -142,6 +157,7 @@ def frame(outcomes: list[Outcome]) -> pd.DataFrame:
                 "scaling_why": claim.scaling.why if claim.scaling else "",
                 "detail": o.detail,
                 "sides": o.sides,
+                "counted_with": o.counted_with.id if o.counted_with is not None else "",
                 "plot": o.plot or "",
                 "source": source_text(o),
                 "source_where": claim.source.get("where", ""),
@@ -277,6 +293,7 @@ def _split(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
 def markdown(
     outcomes: list[Outcome], profile: str, here: Here, measured: HowMeasured | None = None, drawn: str = ""
 ) -> str:
+    outcomes = counted_once(outcomes)
     papers, regression = _split(outcomes)
     lines = [
         f"# Reproduction verdict: profile {profile}",
@@ -410,6 +427,7 @@ def to_html(
 ) -> str:
     """A standalone page (the Snakemake report shows HTML inline; Markdown only as a download)."""
     e = html.escape
+    outcomes = counted_once(outcomes)
     papers, regression = _split(outcomes)
     return "\n".join(
         [

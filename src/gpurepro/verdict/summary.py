@@ -3,7 +3,9 @@ or not measured, always with its coverage (k of n claims testable here) and, for
 measured, why, and its inconclusive claims. Only held, partly held and not held readings are testable; a
 claim inconclusive at the processes it had, not testable here, informational or not measured says
 nothing either way, so a paper with fewer than half its claims testable is not given a verdict. The
-project's own regression checks are never counted here."""
+project's own regression checks are never counted here. A paper's claims are counted as distinct
+measurements (measurements.py): a claim that reads another's measurement is shown with it, and the
+headline says how many such readings it left uncounted."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .claims import REGRESSION, REPRODUCTION
+from .measurements import counted_once
 from .outcome import Outcome
 from .statuses import ABOVE_RESULTS, GRADES, HELD, PARTLY, TESTABLE, UNMEASURED, UNRESOLVED
 
@@ -30,6 +33,8 @@ class PaperVerdict:
     unmeasured: tuple[tuple[str, tuple[str, ...]], ...]
     # claims whose figure lies above a range the paper states (news the headline must carry)
     above_range: int = 0
+    # claims that read a measurement another claim's reading counts (shown with it, not counted again)
+    shared: int = 0
 
     @property
     def testable(self) -> int:
@@ -42,11 +47,16 @@ class PaperVerdict:
     @property
     def headline(self) -> str:
         """The verdict with its coverage and its inconclusive claims, e.g. 'partially reproduced (3 of 8
-        claims testable here, 1 inconclusive)': an inconclusive claim neither holds nor lowers it."""
+        claims testable here, 1 inconclusive)': an inconclusive claim neither holds nor lowers it. Where
+        claims share measurements it counts the measurements: '(2 of 5 distinct measurements testable
+        here, of 8 claims)'."""
         inconclusive = self.counts[UNRESOLVED]
         more = f", {inconclusive} inconclusive" if inconclusive else ""
         more += f", {self.above_range} above the paper's range" if self.above_range else ""
-        return f"{self.verdict} ({self.testable} of {self.total} claims testable here{more})"
+        if not self.shared:
+            return f"{self.verdict} ({self.testable} of {self.total} claims testable here{more})"
+        counted = f"{self.testable} of {self.total} distinct measurements testable here"
+        return f"{self.verdict} ({counted}, of {self.total + self.shared} claims{more})"
 
     def describe_counts(self) -> str:
         return ", ".join(f"{self.counts[grade]} {grade}" for grade in GRADES if self.counts[grade])
@@ -71,24 +81,26 @@ def verdict_of(counts: Counter) -> str:
 
 
 def paper_verdicts(outcomes: list[Outcome]) -> list[PaperVerdict]:
-    """One verdict per paper of the reproduction claims, papers in the order their claims come."""
+    """One verdict per paper of the reproduction claims, papers in the order their claims come, each
+    measurement counted once."""
     papers: dict[str, list[Outcome]] = {}
-    for outcome in outcomes:
+    for outcome in counted_once(outcomes):
         if outcome.claim.purpose == REPRODUCTION:
             papers.setdefault(outcome.claim.paper, []).append(outcome)
     return [_paper(paper, group) for paper, group in papers.items()]
 
 
-def _paper(paper: str, outcomes: list[Outcome]) -> PaperVerdict:
+def _paper(paper: str, readings: list[Outcome]) -> PaperVerdict:
+    outcomes = [outcome for outcome in readings if outcome.counted_with is None]
     counts = Counter(outcome.grade for outcome in outcomes)
     reasons: dict[str, list[str]] = {}
-    for outcome in outcomes:
+    for outcome in readings:
         if outcome.grade == UNMEASURED:
             reasons.setdefault(outcome.detail, []).append(outcome.claim.id)
     above = sum(outcome.result in ABOVE_RESULTS for outcome in outcomes)
-    return PaperVerdict(
-        paper, verdict_of(counts), counts, tuple((w, tuple(ids)) for w, ids in reasons.items()), above
-    )
+    unmeasured = tuple((w, tuple(ids)) for w, ids in reasons.items())
+    shared = len(readings) - len(outcomes)
+    return PaperVerdict(paper, verdict_of(counts), counts, unmeasured, above, shared)
 
 
 def regression_counts(outcomes: list[Outcome]) -> str:
