@@ -26,6 +26,7 @@ def _gpus() -> list[nvml.GpuInfo]:
 
 
 GPUS = _gpus()
+pytestmark = pytest.mark.gpu
 needs_two_alike = pytest.mark.skipif(
     len(GPUS) < 2 or len({gpu.name for gpu in GPUS}) > 1,
     reason=f"needs two or more GPUs of one model; {len(GPUS)} here",

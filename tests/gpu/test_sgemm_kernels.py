@@ -18,11 +18,9 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -30,10 +28,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import missing_installable
+from .conftest import GPU_ARCH, KERNELS_HINT, check_built, make
 
 ROOT = Path(__file__).resolve().parents[2]
-MAKEFILE = ROOT / "kernels" / "Makefile"
 CSV_HEADER = [
     "impl",
     "n",
@@ -48,7 +45,6 @@ CSV_HEADER = [
 ]
 UUID_RE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 EXIT_USAGE = 2
-KERNELS_HINT = "pip install -e '.[kernels]' (the nvidia-cublas and nvidia-curand wheels; '.[test]' has it)"
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found on PATH")
 
@@ -58,83 +54,7 @@ def tolerance(k: int) -> float:
     return 10.0 * 2.0**-24 * math.sqrt(k)
 
 
-def gpu_arch() -> str | None:
-    """sm_XY of GPU 0, or None without a usable NVIDIA GPU."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout.split()
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return "sm_" + out[0].replace(".", "") if out else None
-
-
-GPU_ARCH = gpu_arch()
 needs_gpu = pytest.mark.skipif(GPU_ARCH is None, reason="no NVIDIA GPU (nvidia-smi found none)")
-
-
-def nvcc_supports(arch: str) -> bool:
-    proc = subprocess.run(["nvcc", "--list-gpu-code"], capture_output=True, text=True, timeout=60)
-    return arch in proc.stdout.split()
-
-
-def make(*targets: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    """make -f kernels/Makefile with PYTHON set to this interpreter, whose nvidia-* wheels '.[test]'
-    installed (PYTHON=... in the environment names another)."""
-    settings = {"PYTHON": os.environ.get("PYTHON", sys.executable), **variables}
-    return subprocess.run(
-        ["make", "-f", str(MAKEFILE), *(f"{key}={value}" for key, value in settings.items()), *targets],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
-def check_built(proc: subprocess.CompletedProcess[str]) -> None:
-    """A build without cuBLAS/cuRAND skips with the Makefile's reason and hint, and fails under CI;
-    any other failure fails."""
-    if proc.returncode != 0 and "not found under" in proc.stderr:
-        reason = re.sub(r"^.*?\*\*\* |\.?\s+Stop\.$", "", proc.stderr.strip().splitlines()[-1])
-        missing_installable(f"cuBLAS or cuRAND of the kernel build (make: {reason})", KERNELS_HINT)
-    assert proc.returncode == 0, f"make failed:\n{proc.stdout}\n{proc.stderr}"
-
-
-@pytest.fixture(scope="session")
-def builds(tmp_path_factory: pytest.TempPathFactory):
-    """build(arch, full) -> build directory for arch, made once per session: with full,
-    gen_data and sgemm; otherwise only the tiled kernels' object file (faster)."""
-    done: dict[tuple[str, bool], Path] = {}
-
-    def build(arch: str, full: bool = True) -> Path:
-        if (arch, full) in done:
-            return done[(arch, full)]
-        if not full and (arch, True) in done:
-            return done[(arch, True)]
-        if not nvcc_supports(arch):
-            pytest.skip(f"this nvcc cannot build {arch} (CUDA 13 dropped sm_70)")
-        out = tmp_path_factory.mktemp(arch)
-        target = "all" if full else f"{out}/obj/tiled_sgemm.o"
-        check_built(make("-j8", target, ARCH=arch, BUILD_DIR=str(out)))
-        done[(arch, full)] = out
-        return out
-
-    return build
-
-
-@pytest.fixture(scope="session")
-def bin_dir(builds) -> Path:
-    """Binaries for the local GPU, or for sm_90 where there is none (host-only tests).
-
-    SGEMM_BIN_DIR=dir tests binaries built there instead (e.g. by the benchmark).
-    """
-    prebuilt = os.environ.get("SGEMM_BIN_DIR")
-    return Path(prebuilt).resolve() if prebuilt else builds(GPU_ARCH or "sm_90")
 
 
 def run(bin_dir: Path, prog: str, *args: object, cwd: Path, timeout: float = 600):
