@@ -338,6 +338,7 @@ def test_attach_matches_samples_to_reps() -> None:
     assert out["energy_j"].iloc[1:].isna().all()  # reps under a second: the counter is too coarse
 
 
+@pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("kind", SAMPLERS)
 def test_nvml_sampler_on_a_real_gpu(kind: str) -> None:

@@ -301,6 +301,7 @@ def test_noise_may_not_share_the_measured_gpu() -> None:
         pass
 
 
+@pytest.mark.gpu
 @needs_gpu
 @pytest.mark.parametrize("gpus", ["0", "0,1"])
 def test_gpu_training_with_the_profile_settings(gpus: str, tmp_path: Path) -> None:

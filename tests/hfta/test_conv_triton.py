@@ -182,6 +182,7 @@ def test_triton_form_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "float32" in str(triton_problem(torch.device("cpu"), torch.float64))
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_layer_kernels_are_launched_directly_after_their_first_call() -> None:
     """The second call of each kernel calls its compiled binary (launch.CachedLaunch), and computes
