@@ -7,3 +7,7 @@ class GpureproError(Exception):
 
 class ResultExistsError(GpureproError):
     """Refusing to overwrite a raw measurement that is already on disk."""
+
+
+class RawFileError(GpureproError):
+    """A raw measurement or its provenance sidecar cannot be read: missing, empty, truncated, damaged."""

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
+from .results import write_derived_with  # noqa: E402
 from .tables import pick  # noqa: E402
 
 sns.set_theme(
@@ -153,6 +154,7 @@ def _footnote(fig: Figure, notes: Sequence[str]) -> None:
 
 def save(fig: Figure, path: Path | str) -> None:
     """Write the PNG; the tight bounding box keeps a legend placed beside the panels inside the image."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        write_derived_with(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
+    finally:
+        plt.close(fig)

@@ -5,6 +5,7 @@
 import atexit
 
 from gpurepro.runplan import durations, estimate, jobs, replacements  # noqa: E402
+from gpurepro.runplan import damaged  # noqa: E402
 
 
 def planned_cores():
@@ -93,12 +94,16 @@ def print_estimate():
 
 def guard_raw_data():
     """Before the first job (onstart): stop a run that would replace measured raw files without being
-    asked to, and move aside those it was asked to replace (gpurepro/runplan/replacements.py).
+    asked to, or read raw files that cannot be read (gpurepro/runplan/damaged.py), and move aside those
+    it was asked to replace (gpurepro/runplan/replacements.py).
     """
     found = replacements.from_dag(workflow.dag)
     refused = replacements.refusal(found, Path(RESULTS), config)
     if refused:
         stop_planning(refused)
+    unreadable = damaged.refusal(workflow.dag)
+    if unreadable:
+        stop_planning(unreadable)
     kept = replacements.set_aside(found, Path(RESULTS))
     if kept:
         print(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import GpureproError
+from ..results import write_table
 from . import layout, tables
 
 # table name -> file name under the run's tables/ folder
@@ -32,12 +33,7 @@ def aggregate(raw: Path | str, campaign: str, nodes: list[str] | None = None) ->
 
 def write(found: dict[str, pd.DataFrame], folder: Path | str) -> list[Path]:
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, file in FILES.items():
-        found[name].to_csv(folder / file, index=False)
-        paths.append(folder / file)
-    return paths
+    return [write_table(found[name], folder / file) for name, file in FILES.items()]
 
 
 def table_path(folder: Path | str, name: str) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 import pandas as pd
 
@@ -14,7 +13,7 @@ from ..errors import GpureproError
 from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
 from ..reference import summary as reference_summary
-from ..results import sidecar_path
+from ..results import sidecar_path, write_table
 from ..sgemm import summary as sgemm_summary
 from ..training import summary as ddp_summary
 from ..variability import summary as variability_summary
@@ -108,12 +107,12 @@ def run(args: argparse.Namespace) -> int:
     tables = AGGREGATORS[args.study](args.raw)
     for option, table in tables.items():  # all checked before any is written
         plausibility.check_table(table, f"{args.study} {option}")
-    for option, table in tables.items():
-        path = getattr(args, option)
-        if path is None and option == "processes":
-            continue  # the across-process table is made only where asked for (the workflow asks)
-        if path is None:
+    outputs = {option: getattr(args, option) for option in tables}
+    for option, path in outputs.items():
+        if path is None and option != "processes":
             raise GpureproError(f"aggregate {args.study} writes a {option} table: give --{option} FILE")
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(path, index=False)
+    for option, table in tables.items():
+        # the across-process table is made only where asked for (the workflow asks)
+        if outputs[option] is not None:
+            write_table(table, outputs[option], f"--{option}")
     return 0

@@ -13,7 +13,7 @@ from ..hardware import load_hardware
 from ..more_processes import Budget, claim_points, next_round, read_plan
 from ..more_processes.points import selections
 from ..profiles import project_root
-from ..results import ensure_absent
+from ..results import ensure_absent, write_derived
 from ..verdict.claims import REPRODUCTION, load_claims
 from ..verdict.evaluate import evaluate
 from ..verdict.statuses import UNMEASURED
@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         "spent_before": spent,
         "points": [{"study": p.study, "wildcards": p.next_run()} for p in points],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(plan, indent=1) + "\n")
+    write_derived(args.out, json.dumps(plan, indent=1) + "\n")
     print(
         f"round {plan['round']}: {len(waiting)} inconclusive claim(s), {len(points)} more process(es) "
         f"({spent} run in earlier rounds; budget {budget.per_point} a point, "

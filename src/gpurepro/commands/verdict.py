@@ -15,6 +15,7 @@ from ..campaign import aggregate
 from ..errors import GpureproError
 from ..hardware import load_hardware
 from ..profiles import project_root
+from ..results import write_derived
 from ..verdict import campaign as on_campaign
 from ..verdict import render, sides
 from ..verdict.claims import load_claims
@@ -144,8 +145,7 @@ def run(args: argparse.Namespace) -> int:
     }
     for path, text in outputs.items():
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_derived(path, text)
     if args.md is None:
         print(page)
     print(f"verdict for profile {title}: {render.summary(outcomes)}", file=sys.stderr)

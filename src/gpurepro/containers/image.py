@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import provenance
 from ..errors import GpureproError
+from ..results import write_derived
 from .build import build_image
 from .ca_bundle import chosen_ca_bundle
 from .engine import apptainer_binary
@@ -69,8 +70,7 @@ def build_docker_image(request: ImageBuild) -> None:
         network=None if request.network == "default" else request.network,
         progress=lambda line: print(line, flush=True),
     )
-    request.id_file.parent.mkdir(parents=True, exist_ok=True)
-    request.id_file.write_text(image.id + "\n")
+    write_derived(request.id_file, image.id + "\n")
     print(f"Built {image.id} ({', '.join(image.tags)}); labels {image.labels}")
     print(f"Image id written to {request.id_file}")
 

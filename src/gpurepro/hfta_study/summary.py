@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..process_stats import ratio_interval
 from ..process_table import gpu_list, gpus_by_run
-from ..results import read_sidecar
+from ..results import read_raw, read_sidecar
 from ..tables import long_frame, point_keys, single
 from . import MODES, PRECISIONS, STEP_STOCK, STEPS, WORKLOADS
 from .dcgm_summary import dcgm_means
@@ -93,7 +93,7 @@ def _energy_per_sample(rows: pd.DataFrame, sidecar: dict[str, Any], device: str)
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:
-    rows = pd.read_csv(path)
+    rows = read_raw(path)
     sidecar = read_sidecar(path)
     keys = _keys(rows, sidecar, path)
     if keys["status"] != "ok":

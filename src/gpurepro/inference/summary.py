@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..nvml import THROTTLE_MASK, describe_reasons
-from ..results import read_sidecar
+from ..results import read_raw, read_sidecar
 from ..stats import difference_interval
 from ..tables import describe, long_frame, point_keys, single
 from ..telemetry.energy import subwindow_powers
@@ -134,7 +134,7 @@ def _window_median_rows(medians: dict[str, dict[str, float]]) -> list[dict[str, 
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:
-    reps = pd.read_csv(path)
+    reps = read_raw(path)
     sidecar = read_sidecar(path)
     keys = _keys(reps, sidecar, path)
     if keys["status"] != "ok":

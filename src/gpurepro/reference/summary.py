@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import read_sidecar
+from ..results import read_raw, read_sidecar
 from ..tables import describe, long_frame, point_keys
 
 
 def summarise_file(path: Path | str) -> pd.DataFrame:
-    rows = pd.read_csv(path)
+    rows = read_raw(path)
     keys = point_keys("reference", rows, read_sidecar(path), path, [])
     parts = [
         long_frame(keys, describe(group["value"], reference, str(group["unit"].iloc[0])))

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..results import read_sidecar
+from ..results import read_raw, read_sidecar
 from ..tables import describe, long_frame, single
 from ..telemetry.align import REP_TELEMETRY_METRICS
 
@@ -29,7 +29,7 @@ Rows = list[dict[str, Any]]
 
 def read_point(path: Path | str) -> Point:
     """One raw file: its key columns, its reps and its provenance sidecar."""
-    reps = pd.read_csv(path)
+    reps = read_raw(path)
     sidecar = read_sidecar(path)
     gpu = (sidecar.get("gpus") or [{}])[0]
     first = reps.iloc[0]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..results import read_sidecar
+from ..results import read_raw, read_sidecar
 from ..tables import describe, long_frame, single
 
 # Columns that make two raw files the same point but for the GPU count.
@@ -41,7 +41,7 @@ def run_summary(rows: pd.DataFrame, world_size: int) -> dict[str, Any]:
 
 
 def _point(path: Path | str) -> tuple[dict[str, Any], pd.DataFrame]:
-    rows = pd.read_csv(path)
+    rows = read_raw(path)
     sidecar = read_sidecar(path)
     first = rows.iloc[0]
     gpus = sidecar.get("gpus") or [{}]

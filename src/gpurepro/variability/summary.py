@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..results import read_sidecar
+from ..results import read_raw, read_sidecar
 from ..sgemm.summary import REP_METRICS
 from ..tables import single
 
@@ -32,7 +32,7 @@ UNITS = {"spread_pct": "%", "spread_pct_ci_low": "%", "spread_pct_ci_high": "%"}
 
 def read_reps(path: Path | str) -> pd.DataFrame:
     """One raw file's reps with the GPU's identity and the run's energy and idle power from its sidecar."""
-    reps = pd.read_csv(path)
+    reps = read_raw(path)
     sidecar = read_sidecar(path)
     gpu = (sidecar.get("gpus") or [{}])[0]
     device = str(reps["device"].iloc[0])
