@@ -21,6 +21,7 @@ from gpurepro.compare.grade import (
     NOT_COMPARABLE,
     SAME,
     SLOWER,
+    UNRESOLVED,
     dispersion_change,
     grade,
     grade_difference,
@@ -298,23 +299,31 @@ def test_a_packed_run_is_compared_after_its_checksum_is_verified(tmp_path: Path)
 
 def test_a_dispersion_is_read_in_its_own_units_and_not_graded_without_an_interval() -> None:
     """A CV of 10 reps moving from 0.36% to 0.22% (seen between two H100 runs) reads as a difference in
-    percentage points; without an interval it is not graded, where a time's ratio meets its floor."""
+    percentage points; without an interval it cannot be told from noise (never "same"), where a time's
+    ratio meets its floor."""
     assert metric_kind("rep_cv", "1", "value") == "dispersion"
     assert metric_kind("time", "%", "spread_pct") == "dispersion"
     assert metric_kind("time", "ms", "median") == "time"
     change = dispersion_change(0.0036, 0.0022, "1", "rep_cv", "value")
     assert change == "0.36% -> 0.22% (-0.14 pp)"
-    assert grade_difference(0.0036, 0.0022, None, "dispersion", "not graded", change, np.nan).grade == SAME
+    assert (
+        grade_difference(0.0036, 0.0022, None, "dispersion", "not graded", change, np.nan, 0.01).grade
+        == UNRESOLVED
+    )
+    assert (
+        grade_difference(0.0036, 0.0036, None, "dispersion", "not graded", change, np.nan, 0.01).grade == SAME
+    )
     assert grade(0.0022 / 0.0036, None, "time").grade != SAME
 
 
 def test_an_interval_across_processes_decides_alone() -> None:
     """Processes see what a rerun adds (the reps of one cannot), so their interval needs no floor beside
-    it: a tight interval off 1 by 0.5% is a change; one spanning 1 is not; the floor judges only a ratio
-    without an interval."""
+    it: a tight interval off 1 by 0.5% is a change; one spanning 1 is not, and reads the same only inside
+    the ±5% margin for a time; the floor judges only a ratio without an interval."""
     assert grade(1.005, Interval(1.005, 1.004, 1.006), "time").grade == SLOWER
     assert grade(1.05, Interval(1.05, 1.04, 1.06), "time").grade == SLOWER
-    assert grade(1.05, Interval(1.05, 0.99, 1.1), "time").grade == SAME  # interval spans 1
+    assert grade(1.05, Interval(1.05, 0.99, 1.1), "time").grade == UNRESOLVED  # spans 1, beyond 5%
+    assert grade(1.02, Interval(1.02, 0.99, 1.04), "time").grade == SAME  # spans 1, inside 5%
     assert grade(1.02, None, "time").grade == SAME and grade(1.04, None, "time").grade == SLOWER
 
 
@@ -407,12 +416,13 @@ def test_a_dispersion_is_graded_by_its_interval_over_the_reps(tmp_path: Path) ->
     assert clear["grade"] == HIGHER and clear["diff_low"] > 0 and "each side's reps" in clear["summary"]
 
 
-@pytest.mark.parametrize(("latency_ms", "grade_read"), [(10.0, SAME), (21.0, SLOWER)])
-def test_a_host_bound_change_within_the_hosts_spread_is_the_same_within_noise(
+@pytest.mark.parametrize(("latency_ms", "grade_read"), [(10.0, UNRESOLVED), (21.0, SLOWER)])
+def test_a_host_bound_change_within_the_hosts_spread_is_unresolved(
     tmp_path: Path, latency_ms: float, grade_read: str
 ) -> None:
     """7 -> 10 ms (1.43x), one process a side, at a point whose GPU sat 13-17% busy is within the
-    host-paced between-process spread measured for inference (GSD 1.41); 7 -> 21 ms (3x) is not. Active
+    host-paced between-process spread measured for inference (GSD 1.41): too wide an interval to call it
+    the same or a change; 7 -> 21 ms (3x) is a change. Active
     idle power there, taken at rest, is read against the GPU-bound spread; the same change at a busy
     point stands."""
     a = make_run(tmp_path / "a")

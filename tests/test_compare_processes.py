@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from gpurepro.compare import hostbound, match, spread
-from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME
+from gpurepro.compare.grade import FASTER, HIGHER, NOT_COMPARABLE, SAME, UNRESOLVED
 from gpurepro.compare.runs import load_run
 from gpurepro.errors import GpureproError
 from gpurepro.tables import long_frame, single
@@ -68,7 +68,7 @@ def test_a_change_resolved_with_three_processes_a_side_and_not_with_one(tmp_path
     """The same medians (47,000 -> 75,200 samples/s, 1.6x): three processes a side that agree within 2%
     resolve it by Welch's t across processes (never narrower than the measured spread allows for three
     a side: x/1.52); one process a side falls back to the host-paced spread measured for HFTA (GSD 1.3:
-    x/2.07 for one a side), within which 1.6x lies."""
+    x/2.07 for one a side), within which 1.6x lies: too wide to tell, never "the same"."""
     three = _compare(
         _run(tmp_path / "a3", ("hfta", _hfta_rows(8, "hfta", "stock", A_RATES))),
         _run(tmp_path / "b3", ("hfta", _hfta_rows(8, "hfta", "stock", B_RATES))),
@@ -81,13 +81,13 @@ def test_a_change_resolved_with_three_processes_a_side_and_not_with_one(tmp_path
     assert "run" not in three.columns  # the process is the sample, not a key
 
     # 1.27x (the fused B=8 array of two quick runs, 46,930 -> 59,830): three processes that happen to
-    # agree give a tight Welch interval, widened to what the measured spread allows: not resolved
+    # agree give a tight Welch interval, widened to what the measured spread allows: unresolved
     tight = _compare(
         _run(tmp_path / "a3t", ("hfta", _hfta_rows(8, "hfta", "stock", A_RATES))),
         _run(tmp_path / "b3t", ("hfta", _hfta_rows(8, "hfta", "stock", [58_900.0, 59_800.0, 60_700.0]))),
     )
     widened = _row(tight, metric="throughput")
-    assert widened["grade"] == SAME and widened["ci_low"] < 1 < widened["ci_high"]
+    assert widened["grade"] == UNRESOLVED and widened["ci_low"] < 1 < widened["ci_high"]
     assert "widened to the measured between-process GSD 1.3 (hfta, host-paced" in widened["basis"]
 
     one = _compare(
@@ -96,7 +96,7 @@ def test_a_change_resolved_with_three_processes_a_side_and_not_with_one(tmp_path
     )
     alone = _row(one, metric="throughput")
     assert alone["ratio"] == pytest.approx(resolved["ratio"])
-    assert alone["grade"] == SAME and alone["pace"] == "host_paced"
+    assert alone["grade"] == UNRESOLVED and alone["pace"] == "host_paced"
     assert alone["ci_low"] < 1 < alone["ci_high"]
     assert alone["basis"].startswith(
         "1 process a side: measured between-process GSD 1.3 (hfta, host-paced; config/between_process.yaml)"
@@ -134,7 +134,7 @@ def test_one_process_a_side_falls_back_to_the_measured_spread_of_its_kind(tmp_pa
         "measured between-process GSD 1.03 (hfta, GPU-bound; config/between_process.yaml)" in fused["basis"]
     )
     serial = _row(table, metric="throughput", b=1)
-    assert serial["pace"] == "host_paced" and serial["grade"] == SAME
+    assert serial["pace"] == "host_paced" and serial["grade"] == UNRESOLVED
     assert serial["basis"].startswith("1 v 3 processes: measured between-process GSD 1.3 (hfta, host-paced")
     profiling = _row(table, metric="kernel_time")
     assert profiling["grade"] == SAME and math.isnan(profiling["ci_low"])
@@ -155,14 +155,15 @@ def _variability(spread_pct: float, low: float, high: float) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(
-    ("a_interval", "b_interval", "read"), [((0.0, 0.9), (0.5, 2.8), SAME), ((0.0, 0.5), (1.0, 2.3), HIGHER)]
+    ("a_interval", "b_interval", "read"),
+    [((0.0, 0.9), (0.5, 2.8), UNRESOLVED), ((0.0, 0.5), (1.0, 2.3), HIGHER)],
 )
 def test_a_dispersion_is_compared_in_its_own_units(
     tmp_path: Path, a_interval: tuple[float, float], b_interval: tuple[float, float], read: str
 ) -> None:
     """The power spread between two GPUs 0.20% -> 1.62% is +1.42 pp, not "higher by 701%": not resolved
-    where the two intervals overlap, resolved where they do not; max/min reads its spread's interval; the
-    CV, kept without an interval, is not graded."""
+    where the two intervals overlap (and, reaching past ±1 pp, not the same either), resolved where they
+    do not; max/min reads its spread's interval; the CV, kept without an interval, cannot be told."""
     a = _run(tmp_path / "a", ("variability_summary", _variability(0.20, *a_interval)))
     b = _run(tmp_path / "b", ("variability_summary", _variability(1.62, *b_interval)))
     table = _compare(a, b)
@@ -176,7 +177,7 @@ def test_a_dispersion_is_compared_in_its_own_units(
     ratio = _row(table, metric="power", statistic="max_over_min")
     assert ratio["grade"] == read and ratio["diff_low"] == pytest.approx(spread_row["diff_low"] / 100)
     cv = _row(table, metric="power", statistic="cv")
-    assert cv["grade"] == SAME and "dispersion without an interval: not graded" in cv["basis"]
+    assert cv["grade"] == UNRESOLVED and "dispersion without an interval: cannot tell" in cv["basis"]
     assert "0.10% -> 0.81% (+0.71 pp)" in cv["summary"]
 
 
@@ -193,7 +194,7 @@ def test_tables_derived_across_processes_are_skipped(tmp_path: Path) -> None:
     )
     table = _compare(a, b)
     assert set(table["table"]) == {"hfta"}
-    assert _row(table, metric="throughput")["grade"] == SAME
+    assert _row(table, metric="throughput")["grade"] == UNRESOLVED  # host-paced: too wide to call same
 
 
 def test_a_failed_process_is_left_out_and_the_point_stands(tmp_path: Path) -> None:
@@ -260,7 +261,8 @@ def test_an_h100_against_an_h200_still_resolves_what_the_gpus_change(tmp_path: P
     """Real differences show through the between-process spreads: ResNet-50 on one GPU 1.25x (4,591
     against 5,752 images/s, one process a side, DDP's GPU-bound GSD 1.03) and the memory bandwidth 1.45x
     (the reference rates, which have no measured spread: the 3% floor for a rate), while the same
-    points 2% apart stay the same within noise."""
+    points 2% apart are no change: the bandwidth the same by its floor, one DDP process a side too
+    widely spread to call the same within the ±5% margin."""
 
     def run(root: Path, images_s: float, bandwidth: float) -> Path:
         ddp = long_frame(
@@ -277,4 +279,5 @@ def test_an_h100_against_an_h200_still_resolves_what_the_gpus_change(tmp_path: P
     assert _row(table, metric="throughput")["grade"] == FASTER
     assert _row(table, metric="memory_bandwidth")["grade"] == FASTER
     nearby = _compare(h100, run(tmp_path / "again", 4591.0 * 1.02, 2980.0 * 1.02))
-    assert set(nearby["grade"]) == {SAME}
+    assert _row(nearby, metric="memory_bandwidth")["grade"] == SAME
+    assert _row(nearby, metric="throughput")["grade"] == UNRESOLVED

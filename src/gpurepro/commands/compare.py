@@ -21,9 +21,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Every metric both runs measured, matched on its point's key columns, as the ratio "
         "B/A of its median over the processes that measured it, with a 95% interval across those "
         "processes (with one process a side, the project's measured between-process spread, "
-        "config/between_process.yaml), graded same within noise, faster/slower (higher/lower) or not "
-        "comparable with the reason; dispersions as differences in their own units; then the "
-        "provenance fields that differ. Writes compare.md, compare.csv, compare.html and compare.png. Two "
+        "config/between_process.yaml), graded faster/slower (higher/lower) where the interval excludes 1, "
+        "same within noise where it lies inside its kind's equivalence margin, else unresolved at this "
+        "spread, or not comparable with the reason; dispersions as differences in their own units; counts "
+        "as counts; then the "
+        "provenance fields that differ; the page opens with the two runs' verdicts side by side (each "
+        "paper's headline, every claim whose word changed). Writes compare.md, compare.csv, compare.html "
+        "and compare.png, each atomically, and compare.json naming the pair: a folder holding another "
+        "pair's comparison is refused, as is a run compared with itself. Two "
         "campaigns' folders instead: their GPUs matched by UUID, the rank correlation of their standing "
         "in their clusters with an interval, and which GPUs changed standing (campaign_compare.*).",
     )
@@ -32,7 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "folder, e.g. results/v100/campaign/2026-11",
     )  # fmt: skip
     parser.add_argument("b", help="run B, compared against A: e.g. results-rerun/h100 (or another campaign)")
-    parser.add_argument("--out", help="folder for the outputs (default: results/compare/<A>_vs_<B>)")
+    parser.add_argument(
+        "--out",
+        help="folder for the outputs (default: results/compare/<A>_vs_<B>); refused where it holds another "
+        "pair's comparison",
+    )
     parser.set_defaults(func=run)
 
 

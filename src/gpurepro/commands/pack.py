@@ -17,7 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="pack a run (tables, raw files, provenance, verdict) into one archive with its checksum",
     )
     parser.add_argument("results", type=Path, help="a results folder of one device, e.g. results/h100")
-    parser.add_argument("--out", type=Path, required=True, help="the archive to write, e.g. run.tar.gz")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="the archive to write, e.g. run.tar.gz; never replaced"
+    )
     parser.set_defaults(func=run)
 
 

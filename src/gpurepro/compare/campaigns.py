@@ -20,9 +20,12 @@ import pandas as pd
 from ..campaign import aggregate
 from ..campaign.intervals import spearman_interval
 from ..campaign.tables import wide_gpus
+from ..results import write_derived, write_table
 from ..tables import single
+from . import destination
 
 KEYS = ["backend", "n"]
+NAMES = ("campaign_compare.csv", "campaign_compare_gpus.csv", "campaign_compare.md")
 
 
 def match_gpus(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -75,14 +78,15 @@ def summarise(matched: pd.DataFrame) -> pd.DataFrame:
 
 def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
     """Compare two campaigns' per-GPU tables; write the summary, the per-GPU matches and a page naming
-    the GPUs that changed standing or were slow in both into `out`."""
+    the GPUs that changed standing or were slow in both into `out` (each file atomically, in a folder
+    that holds no other pair's comparison: destination.py)."""
     matched = match_gpus(pd.read_csv(a), pd.read_csv(b))
     summary = summarise(matched)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "campaign_compare.csv", out / "campaign_compare_gpus.csv", out / "campaign_compare.md"]
-    summary.to_csv(paths[0], index=False)
-    matched.to_csv(paths[1], index=False)
+    destination.claim(out, a, b)
+    paths = [out / name for name in NAMES]
+    write_table(summary, paths[0], "--out")
+    write_table(matched, paths[1], "--out")
     lines = []
     for (backend, n), group in summary.groupby(KEYS):
         value = dict(zip(group["statistic"], group["value"], strict=True))
@@ -91,12 +95,13 @@ def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], st
             f"{value['spearman']:.2f} [{value['spearman_ci_low']:.2f}, {value['spearman_ci_high']:.2f}], "
             f"{int(value['changed_standing'])} changed standing, {int(value['slow_in_both'])} slow in both"
         )
-    paths[2].write_text(_page(matched, lines, a, b))
+    write_derived(paths[2], _page(matched, lines, a, b), "--out")
     return paths, "; ".join(lines)
 
 
 def write_folders(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
     """Compare two campaign folders (results/<device>/campaign/<name>) by their per-GPU tables."""
+    destination.refuse_self(a, b)
     return write(aggregate.table_path(a, "gpus"), aggregate.table_path(b, "gpus"), out)
 
 

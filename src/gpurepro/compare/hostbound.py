@@ -19,7 +19,7 @@ import math
 
 import pandas as pd
 
-from .grade import NOT_COMPARABLE, SAME
+from .grade import NOT_A_CHANGE
 from .spread import GPU_BOUND, HOST_PACED
 
 # A point whose GPU was busy less than this share of its energy window in both runs is host-bound.
@@ -93,7 +93,7 @@ def mark(table: pd.DataFrame) -> pd.DataFrame:
 
 def changes_at_host_bound(table: pd.DataFrame) -> tuple[int, int]:
     """(changes beyond noise at host-bound points, changes beyond noise in all)."""
-    changed = table[~table["grade"].isin([SAME, NOT_COMPARABLE])]
+    changed = table[~table["grade"].isin(NOT_A_CHANGE)]
     at_host_bound = int(changed["host_bound"].notna().sum()) if "host_bound" in table else 0
     return at_host_bound, len(changed)
 

@@ -11,7 +11,10 @@ its compared value is their median, and the interval of B/A is across processes 
   resolve one on their own. A study without a measured spread falls back to the noise floor, said so.
 Dispersions (grade.py's "dispersion" kind) are read as B - A in their own unit, with the interval of the
 difference: across processes, else from the two sides' own intervals (a spread between GPUs and its
-`_ci_low`/`_ci_high` statistics), else from each side's reps (a GPU's rep CV); without any, not graded.
+`_ci_low`/`_ci_high` statistics), else from each side's reps (a GPU's rep CV); without any, unresolved.
+Counts (throttled reps) are compared as counts (counts.py). Every interval that includes no change reads
+"same within noise" only inside its kind's equivalence margin (margins.py), else "unresolved at this
+spread".
 """
 
 from __future__ import annotations
@@ -26,18 +29,21 @@ import pandas as pd
 
 from .. import process_stats, stats
 from ..stats import Interval
-from . import hostbound, spread
+from . import hostbound, margins, spread
 from .grade import (
+    DISPERSION_METRICS,
     NOT_COMPARABLE,
     SAME,
+    UNRESOLVED,
     Grade,
     dispersion_change,
     grade,
+    grade_counts,
     grade_difference,
     interval_text,
     metric_kind,
 )
-from .points import PROCESS, PROTOCOL, central, describe_point, key_columns, normal, uuids_of
+from .points import PROCESS, PROTOCOL, central, counted, describe_point, key_columns, normal, uuids_of
 from .runs import Run
 from .samples import compared_statistic, reps
 
@@ -63,6 +69,8 @@ COLUMNS = [
     "processes_b",
     "gpu_uuids_a",
     "gpu_uuids_b",
+    "counted_a",
+    "counted_b",
     "ratio",
     "ci_low",
     "ci_high",
@@ -84,7 +92,7 @@ EVERY_METRIC = "(every metric)"
 # they summarise, so comparing them too would count each point twice.
 DERIVED_SUFFIX = "_processes"
 WELCH = "Welch t across processes"
-NOT_GRADED_DISPERSION = "dispersion without an interval: not graded"
+NOT_GRADED_DISPERSION = "dispersion without an interval: cannot tell"
 
 
 @dataclass
@@ -201,7 +209,7 @@ def _why_not(a: Side, b: Side, kind: str) -> str:
     for side, name in ((a, "A"), (b, "B")):
         if not side.processes:
             return _no_value(side, name)
-    if kind != "dispersion" and a.value == 0 and b.value != 0:
+    if kind not in ("dispersion", "count") and a.value == 0 and b.value != 0:
         return f"A is 0 and B {b.value:.4g}: no ratio"
     return ""
 
@@ -256,7 +264,8 @@ def _ratio_grade(context: Context, a: Side, b: Side, ratio: float, kind: str, ou
         over_reps = stats.ratio_interval(samples[1], samples[0], of)  # type: ignore[arg-type]
         if over_reps.known and not over_reps.excludes(1.0):
             veto = f"{graded.basis}; within one process's noise: reps' {interval_text(over_reps)}"
-            return Grade(SAME, graded.change_pct, False, veto, "")
+            same = interval is not None and margins.inside(interval.low, interval.high, kind)
+            return Grade(SAME if same else UNRESOLVED, graded.change_pct, False, veto, "")
     return graded
 
 
@@ -277,9 +286,14 @@ def _at_least_measured(
 def _difference_grade(a: Side, b: Side, kind: str, interval: Interval, sides: str, out: Row) -> Grade:
     """A ratio metric whose values are not all positive (a power above idle): B - A across processes."""
     out.update(difference=b.value - a.value, diff_low=interval.low, diff_high=interval.high)
-    basis = f"{sides}: {WELCH} of B - A (values not all positive), {interval_text(interval)}"
+    margin = margins.MARGINS[kind]
+    basis = (
+        f"{sides}: {WELCH} of B - A (values not all positive), {interval_text(interval)}, "
+        f"{margin.describe(kind)} of the larger side"
+    )
     change_pct = (b.value / a.value - 1) * 100 if a.value > 0 else math.nan
-    return grade_difference(a.value, b.value, interval, kind, basis, "", change_pct)
+    width = margin.width * max(abs(a.value), abs(b.value))
+    return grade_difference(a.value, b.value, interval, kind, basis, "", change_pct, width)
 
 
 def _side_interval(side: Side, bounds: dict[tuple[str, str], dict[str, float]], row: Row) -> Interval | None:
@@ -334,10 +348,12 @@ def _dispersion_grade(context: Context, a: Side, b: Side, out: Row) -> Grade:
         out.update(diff_low=interval.low, diff_high=interval.high)
         if not basis.startswith(f"{sides}: intervals"):
             basis = f"{basis}, {interval_text(interval)}"
+        basis = f"{basis}, {margins.MARGINS['dispersion'].describe('dispersion')}"
     elif interval is not None:
         basis = f"{sides}: {NOT_GRADED_DISPERSION} ({interval.method})"
         interval = None
-    return grade_difference(a.value, b.value, interval, "dispersion", basis, change, math.nan)
+    width = margins.dispersion_width(unit, metric, statistic, DISPERSION_METRICS)
+    return grade_difference(a.value, b.value, interval, "dispersion", basis, change, math.nan, width)
 
 
 def _rep_difference(sample_a: np.ndarray, sample_b: np.ndarray, of: stats.Statistic) -> Interval:
@@ -357,10 +373,15 @@ def _pair(context: Context, a: Side, b: Side) -> Row:
     out: Row = {"unit": unit, "kind": kind, "pace": context.pace, "a_value": a.value, "b_value": b.value}
     out.update(processes_a=a.processes, processes_b=b.processes)
     out.update(gpu_uuids_a=uuids_of(a.rows), gpu_uuids_b=uuids_of(b.rows))
+    out.update(counted_a=counted(a.rows), counted_b=counted(b.rows))
     if why := _why_not(a, b, kind):
         return {**out, **_not_comparable(why)}
     if kind == "dispersion":
         graded = _dispersion_grade(context, a, b, out)
+        ratio = math.nan
+    elif kind == "count":
+        graded = grade_counts(a.values, b.values, _sides(a, b))
+        out.update(difference=b.value - a.value)
         ratio = math.nan
     else:
         # equal values (0 in both, e.g. no throttled reps) are the same whatever their noise

@@ -1,4 +1,5 @@
-"""Compare two results folders and write compare.{md,csv,html,png} into one folder."""
+"""Compare two results folders and write compare.{md,csv,html,png} into one folder: each file atomically
+(a failed step leaves the last good one), in a folder that holds no other pair's comparison."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import tempfile
 from pathlib import Path
 
 from ..plotting import save
-from . import changes, hostbound, match, plot, render
+from ..results import write_derived, write_table
+from . import changes, destination, hostbound, match, plot, render, verdicts
 from .pack import is_archive, unpack
 from .runs import Run, load_run
 
@@ -15,6 +17,7 @@ NAMES = ("compare.md", "compare.csv", "compare.html", "compare.png")
 
 def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
     """Compare run A with run B; the files written and the one-line summary of grades."""
+    destination.refuse_self(a, b)
     with tempfile.TemporaryDirectory(prefix="gpurepro-compare-") as scratch:
         a_run, b_run = (_load(path, Path(scratch, side)) for side, path in (("a", a), ("b", b)))
         return _write(a_run, b_run, a, b, Path(out))
@@ -28,15 +31,19 @@ def _load(path: Path | str, scratch: Path) -> Run:
 def _write(a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path) -> tuple[list[Path], str]:
     table = match.compare(a_run, b_run)
     changed = changes.changes(a_run, b_run)
-    out.mkdir(parents=True, exist_ok=True)
+    papers = verdicts.side_by_side(a_run.path, b_run.path)
+    words = verdicts.changed_claims(a_run.path, b_run.path)
+    destination.claim(out, a, b)
     paths = [out / name for name in NAMES]
     md, csv, page, png = paths
-    md.write_text(render.markdown(table, changed, str(a), str(b)))
-    table.to_csv(csv, index=False)
-    page.write_text(render.to_html(table, changed, str(a), str(b)))
+    write_derived(md, render.markdown(table, changed, str(a), str(b), papers, words), "--out")
+    write_table(table, csv, "--out")
+    write_derived(page, render.to_html(table, changed, str(a), str(b), papers, words), "--out")
     save(plot.plot(table, f"B / A: {b_run.name} ({b}) against {a_run.name} ({a})"), png)
     at_host_bound, changed_in_all = hostbound.changes_at_host_bound(table)
     notes = []
     if at_host_bound:
         notes.append(f"{at_host_bound} of the {changed_in_all} changes at host-bound points")
-    return paths, render.counts(table) + (f" ({'; '.join(notes)})" if notes else "")
+    headline = verdicts.summary(papers, words)
+    summary = render.counts(table) + (f" ({'; '.join(notes)})" if notes else "")
+    return paths, f"{headline}; {summary}" if headline else summary

@@ -1,6 +1,7 @@
 """The comparison's figure: each metric's ratio B/A with its 95% interval across processes (or from the
 measured between-process spread, with one process a side), a facet per study. The band drawn around 1 is
-the noise floor, which judges only the ratios of studies without a measured spread (no bar)."""
+the equivalence margin of times and rates (margins.py): a bar wholly inside it reads the same within
+noise, a bar off 1 a change, any other bar unresolved at this spread."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from ..plotting import figure, finish, not_reported
-from .grade import FASTER, HIGHER, KINDS, LOWER, NEUTRAL, NOISE_FLOOR, SAME, SLOWER
+from .grade import FASTER, HIGHER, KINDS, LOWER, NEUTRAL, SAME, SLOWER, UNRESOLVED
+from .margins import MARGINS
 
 # Only metrics with a better side are drawn (time, rate, energy): clocks, counts and power are in the
 # table; drawing hundreds of bookkeeping ratios would hide the ones a reader came for.
 # One colour per grade in every figure, whichever grades it holds.
-GRADES = [SAME, FASTER, SLOWER, HIGHER, LOWER]
+GRADES = [SAME, UNRESOLVED, FASTER, SLOWER, HIGHER, LOWER]
 DRAWN_KINDS = [kind for kind, direction in KINDS.items() if direction != NEUTRAL]
 
 
@@ -41,9 +43,10 @@ def plot(table: pd.DataFrame, title: str) -> Figure:
         kind="strip", sharey=False, height=3.2 + 0.18 * rows.groupby("study")["label"].nunique().max(),
         aspect=1.3, jitter=False, marker="o",
     )  # fmt: skip
-    floor = max(NOISE_FLOOR[kind] for kind in DRAWN_KINDS)
+    margin = MARGINS["time"].width
+    energy = MARGINS["energy"].width
     for study, ax in grid.axes_dict.items():
-        ax.axvspan(1 - floor, 1 + floor, color="0.85", zorder=0, label=f"noise floor (±{floor:.0%})")
+        ax.axvspan(1 - margin, 1 + margin, color="0.85", zorder=0, label=f"margin (±{margin:.0%})")
         ax.axvline(1, color="0.4", lw=0.8)
         mine = rows[(rows["study"] == study) & rows["ci_low"].notna()]
         labels = [t.get_text() for t in ax.get_yticklabels()]
@@ -55,7 +58,8 @@ def plot(table: pd.DataFrame, title: str) -> Figure:
     notes = [
         "Bars: 95% intervals across processes (Welch), or from the measured between-process spread "
         "where a side has one process; they judge their ratios. "
-        f"Band: |B/A - 1| < {floor:.0%}, the noise floor, for ratios without a bar only. "
+        f"Band: the equivalence margin of times and rates, ±{margin:.0%} (energy ±{energy:.0%}): a bar "
+        "inside it is the same within noise, one that crosses 1 and leaves it unresolved. "
         "Time: >1 is slower; rate: >1 is faster."
     ]
     return finish(grid, title, notes)

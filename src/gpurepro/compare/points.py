@@ -8,7 +8,10 @@ The rule: a point's key is every column of the long table except
 - PROCESS: which of the point's independent processes a row is (`run`, 1..k): the processes of one point
   are its sample, collapsed into one value per side (their median) and one interval (across them),
 - PROTOCOL: how the point was measured (cast_protocol; energy_method for energy and power metrics). Two
-  points alike but for these are the same point measured differently: not comparable, and said so.
+  points alike but for these are the same point measured differently: not comparable, and said so,
+- COUNTED: how many processes and repeats measured it (a speedup's processes on each side, HFTA's
+  repeats): a run with more processes measured the same point more precisely, not another point; the
+  counts stay in the comparison beside the values (counted_a, counted_b).
 Where one run's table lacks a key column (an older table), its value there is empty.
 """
 
@@ -45,6 +48,8 @@ IDENTITY = [
 PROCESS = "run"
 # Protocol column -> the units of the metrics it bears on (None: every metric).
 PROTOCOL: dict[str, set[str] | None] = {"cast_protocol": None, "energy_method": {"J", "W"}}
+# How many processes and repeats measured a point: not a key (shown beside it, `counted`).
+COUNTED = ["processes", "baseline_processes", "repeats"]
 # Statistics that describe a sample's spread or an interval, not its centre: never compared themselves
 # (a metric with a median is compared by its median; the rest name quantities of their own, e.g.
 # energy_per_inference gross / above_idle).
@@ -55,7 +60,7 @@ QUANTITY = ["metric", "statistic"]
 
 def key_columns(*tables: pd.DataFrame) -> list[str]:
     """The key columns of a table in two runs: the union of both, in the first one's order."""
-    excluded = {*LONG_COLUMNS, *IDENTITY, *PROTOCOL, PROCESS}
+    excluded = {*LONG_COLUMNS, *IDENTITY, *PROTOCOL, *COUNTED, PROCESS}
     columns: list[str] = []
     for table in tables:
         columns += [c for c in table.columns if c not in excluded and c not in columns]
@@ -102,6 +107,17 @@ def short_uuid(uuid: str) -> str:
     'MIG-' UUID likewise)."""
     prefix, _, rest = uuid.partition("-")
     return f"{prefix}-{rest[:8]}" if rest else uuid
+
+
+def counted(rows: list[dict[str, Any]]) -> str:
+    """'processes=3, baseline_processes=4, repeats=4': how many processes and repeats measured the
+    rows' point, where its table says ('' where not); several rows' differing counts joined by '/'."""
+    shown = []
+    for column in COUNTED:
+        values = sorted({normal(row.get(column)) for row in rows} - {""})
+        if values:
+            shown.append(f"{column}={'/'.join(values)}")
+    return ", ".join(shown)
 
 
 def describe_point(keys: dict[str, str]) -> str:

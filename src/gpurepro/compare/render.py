@@ -1,4 +1,5 @@
-"""The comparison as a page to read (Markdown), the same page as HTML, and the tidy table (CSV)."""
+"""The comparison as a page to read (Markdown), the same page as HTML, and the tidy table (CSV). Both
+pages open with the two runs' verdicts side by side (verdicts.py): a changed headline is the news."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import math
 
 import pandas as pd
 
-from . import hostbound
-from .grade import NOISE_FLOOR, NOT_COMPARABLE, SAME
-from .points import short_uuid
+from . import hostbound, verdicts
+from .grade import NOISE_FLOOR, NOT_A_CHANGE, NOT_COMPARABLE
+from .margins import MARGINS
+from .points import COUNTED, short_uuid
 
 HOW_GRADED = (
     "Each metric both runs measured is matched on its point's key columns (every column but the value, "
-    "the run's identity, the process and the protocol) and compared as B/A of its median over the "
+    f"the run's identity, the process, the protocol, and how many processes and repeats measured it: "
+    f"{', '.join(COUNTED)}, shown in counted_a/counted_b) and compared as B/A of its median over the "
     "point's processes (each process one value: its median, else its single value). A change is resolved "
     "only where the ratio's 95% interval across processes excludes 1: Welch's t-interval where both runs "
     "measured the point in at least two processes, never narrower than the spread measured for its kind "
@@ -29,7 +32,12 @@ HOW_GRADED = (
     "serial mode; figures taken at rest (idle power, clocks) are GPU-bound anywhere. Dispersions (CVs, "
     "spreads between GPUs) are read as B - A in their own unit (percentage points for a spread), resolved "
     "only where the interval of the difference excludes 0 (where the two sides' intervals do not "
-    "overlap); one without an interval is not graded. Everything else is *same within noise*. Not graded: "
+    "overlap). Counts (throttled reps, blocks, units) are compared as counts: each side's sum over its "
+    "processes, by the exact conditional test of two Poisson counts, never by a time's spread. An unresolved "
+    "change is *same within noise* only where its whole interval lies inside the equivalence margin of its "
+    f"kind ({', '.join(m.describe(kind).removeprefix('margin ') for kind, m in MARGINS.items())}; "
+    "docs/compare.md says why each); an interval too wide for that is *unresolved at this spread*, and "
+    "equal counts are the same. Not graded: "
     "the runtimes table, the tables derived across processes (names ending in _processes), counts of how a "
     "measurement was taken (inferences per window). Time and rate changes read faster/slower, others "
     "higher/lower. A point measured on one side only, with another protocol or unit, or without a value, "
@@ -102,8 +110,51 @@ def gpu_line(rows: pd.DataFrame) -> str:
 def resolved(table: pd.DataFrame) -> pd.DataFrame:
     """The rows whose change exceeds the noise, their point prefixed with its table: what a reader looks
     for first, gathered from every study."""
-    rows = table[~table["grade"].isin([SAME, NOT_COMPARABLE])]
+    rows = table[~table["grade"].isin(NOT_A_CHANGE)]
     return rows.assign(point=rows["table"] + ": " + rows["point"].fillna(""))
+
+
+VERDICT_HEADERS = ["paper", "A", "B", ""]
+CLAIM_HEADERS = ["claim", "paper", "A", "B", "A's status", "B's status"]
+
+
+def _verdict_rows(papers: pd.DataFrame) -> list[list[str]]:
+    return [[r.paper, r.a, r.b, "changed" if r.changed else ""] for r in papers.itertuples()]
+
+
+def _claim_rows(words: pd.DataFrame) -> list[list[str]]:
+    return [
+        [f"{r.id}: {r.claim}", r.paper, r.grade_a, r.grade_b, r.status_a, r.status_b]
+        for r in words.itertuples()
+    ]
+
+
+def _verdict_lead(papers: pd.DataFrame, words: pd.DataFrame) -> tuple[str, str]:
+    """The verdict section's first sentence and the changed claims' sentence."""
+    if papers.empty:
+        return "Neither run holds a verdict (verdict.md): no headline to compare.", ""
+    lead = f"{verdicts.summary(papers, words)}; the headlines as each run's verdict.md states them."
+    claims = f"{len(words)} claims changed word." if len(words) else "No claim changed word."
+    return lead, claims
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        f"| {' | '.join(headers)} |",
+        "|" + "---|" * len(headers),
+        *(f"| {' | '.join(map(_md_cell, row))} |" for row in rows),
+    ]
+
+
+def _md_verdicts(papers: pd.DataFrame, words: pd.DataFrame) -> list[str]:
+    lead, claims = _verdict_lead(papers, words)
+    lines = ["## Verdicts", "", lead, ""]
+    if papers.empty:
+        return lines
+    lines += [*_md_table(VERDICT_HEADERS, _verdict_rows(papers)), "", claims, ""]
+    if len(words):
+        lines += [*_md_table(CLAIM_HEADERS, _claim_rows(words)), ""]
+    return lines
 
 
 HEADERS = ["point", "metric", "statistic", "unit", "A", "B", "B/A (B - A) [95% interval]", "grade"]
@@ -119,8 +170,13 @@ def reference_line(changes: pd.DataFrame) -> str:
     return "; ".join(f"{r.field.removeprefix('reference rate ')}: {r.note}" for r in rates.itertuples())
 
 
-def markdown(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
-    lines = [f"# Comparison: A = {a}, B = {b}", "", f"{counts(table)}.", ""]
+def markdown(
+    table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str, papers: pd.DataFrame, words: pd.DataFrame
+) -> str:
+    """The page: the verdicts side by side, the counts of each grade, what changed, how graded, then the
+    changes beyond noise and a section per study."""
+    lines = [f"# Comparison: A = {a}, B = {b}", "", *_md_verdicts(papers, words)]
+    lines += ["## Metrics", "", f"{counts(table)}.", ""]
     if host_bound := hostbound.tally(table):
         lines += [host_bound, ""]
     lines += ["## What changed", ""]
@@ -161,9 +217,17 @@ def _colour(row: pd.Series) -> str:
     return {"B better": "#d4edda", "B worse": "#f8d7da"}.get(str(row["better"]), "")
 
 
-def to_html(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
-    """A standalone page (the Snakemake report shows HTML inline)."""
+def to_html(
+    table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str, papers: pd.DataFrame, words: pd.DataFrame
+) -> str:
+    """A standalone page (the Snakemake report shows HTML inline), in the Markdown page's order."""
     e = html.escape
+    lead, claims = _verdict_lead(papers, words)
+    verdict = ["<h2>Verdicts</h2>", f"<p>{e(lead)}</p>"]
+    if not papers.empty:
+        changed = ["#f8d7da" if flag else "" for flag in papers["changed"]]
+        verdict += [*_html_table(VERDICT_HEADERS, _verdict_rows(papers), changed), f"<p>{e(claims)}</p>"]
+        verdict += _html_table(CLAIM_HEADERS, _claim_rows(words)) if len(words) else []
     parts = [
         "<!DOCTYPE html>",
         '<html><head><meta charset="utf-8">',
@@ -172,6 +236,8 @@ def to_html(table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str) -> str:
         "td,th{border:1px solid #999;padding:4px;vertical-align:top;text-align:left}</style>",
         "</head><body>",
         f"<h1>Comparison: A = {e(a)}, B = {e(b)}</h1>",
+        *verdict,
+        "<h2>Metrics</h2>",
         f"<p>{e(counts(table))}.</p>",
         *([f"<p>{e(note)}</p>"] if (note := hostbound.tally(table)) else []),
         "<h2>What changed</h2>",

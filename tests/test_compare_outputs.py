@@ -1,0 +1,177 @@
+"""compare's outputs: the verdicts first, one pair per folder, a run never compared with itself, a bad
+archive named, a pack never replaced, and each file written atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gpurepro.cli import main
+from gpurepro.compare import destination, outputs, render
+from gpurepro.compare.folders import default_out
+from gpurepro.compare.outputs import write
+from gpurepro.compare.pack import pack, sha256, unpack
+from gpurepro.errors import GpureproError
+
+from .conftest import ROOT
+from .test_compare import make_run
+
+REFERENCE = ROOT / "reference-runs"
+HFTA = "HFTA (Wang et al., MLSys'21)"
+
+
+def _verdict(run: Path, hfta: str, grade: str) -> None:
+    """A verdict as the verdict step writes it: the per-paper table in verdict.md, a row per claim."""
+    (run / "verdict.md").write_text(
+        "# Reproduction verdict: profile h100\n\n## Per paper\n\n"
+        "| paper | verdict | held | not measured because |\n|---|---|---|---|\n"
+        f"| {HFTA} | **{hfta}** | 1 |  |\n"
+        "| SC22 GPU variability (Sinha et al.) | **not measured** | 0 | needs a cluster \\| a campaign |\n"
+        "\n## Claims of the papers\n\n| claim | grade |\n|---|---|\n| x | held |\n"
+    )
+    claims = [
+        {"id": "hfta-speedup-over-serial", "paper": HFTA, "claim": "2.42-11.50x", "grade": grade},
+        {"id": "hfta-speedup-over-mps", "paper": HFTA, "claim": "over MPS", "grade": "held"},
+    ]
+    pd.DataFrame(claims).assign(status=lambda t: t["grade"]).to_csv(run / "verdict.csv", index=False)
+
+
+def test_the_page_opens_with_both_headlines_and_the_claims_whose_word_changed(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", seed=3)
+    _verdict(a, "too few claims testable here (1 of 3, 1 inconclusive)", "inconclusive")
+    _verdict(b, "reproduced (2 of 3 claims testable here)", "held")
+    paths, summary = write(a, b, tmp_path / "out")
+    page = paths[0].read_text()
+    assert page.index("## Verdicts") < page.index("## Metrics") < page.index("## What changed")
+    verdicts = page[page.index("## Verdicts") : page.index("## Metrics")]
+    assert (
+        f"| {HFTA} | too few claims testable here (1 of 3, 1 inconclusive) | reproduced (2 of 3" in verdicts
+    )
+    assert "| changed |" in verdicts and "needs a cluster" not in verdicts
+    assert "hfta-speedup-over-serial: 2.42-11.50x" in verdicts and "over MPS" not in verdicts
+    assert summary.startswith(f"1 of 2 paper headlines changed ({HFTA}), 1 claim changed word; ")
+    assert "<h2>Verdicts</h2>" in paths[2].read_text()
+
+
+def test_a_run_without_a_verdict_says_so(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", seed=3)
+    _verdict(b, "reproduced (2 of 3 claims testable here)", "held")
+    page = write(a, b, tmp_path / "out")[0][0].read_text()
+    assert f"| {HFTA} | (no verdict in this run) | reproduced" in page
+
+
+def test_two_reference_runs_name_the_changed_headline_first_and_compare_the_speedups(tmp_path: Path) -> None:
+    """The shipped H200 run against the 4xH200 host's one-GPU run: HFTA's headline moved; its speedups
+    match although one run had 4 repeats; no count is graded by a time's spread."""
+    a = REFERENCE / "h200-quick-2026-11-28.tar.gz"
+    b = REFERENCE / "h200x4-pair-one-quick-2026-11-28.tar.gz"
+    paths, summary = write(a, b, tmp_path / "out")
+    assert summary.startswith(f"1 of 5 paper headlines changed ({HFTA})")
+    page = paths[0].read_text()
+    assert any(HFTA in line and line.endswith("| changed |") for line in page.splitlines()[:12])
+    assert "hfta-speedup-over-serial" in page[: page.index("## Metrics")]
+    table = pd.read_csv(paths[1])
+    speedups = table[table["table"] == "hfta_speedup"]
+    assert len(speedups) == 2 and "not comparable" not in set(speedups["grade"])
+    throttled = table[table["metric"] == "throttled_reps"]
+    assert set(throttled["kind"]) == {"count"} and not throttled["basis"].str.contains("GSD").any()
+    eager = table[(table["metric"] == "latency") & table["point"].str.contains("deit-b.*eager", regex=True)]
+    assert set(eager["grade"]) == {"unresolved at this spread"}
+
+
+def test_a_run_compared_with_itself_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = make_run(tmp_path / "results")
+    with pytest.raises(GpureproError, match="are one run"):
+        write(run, tmp_path / "results", tmp_path / "out")  # results holds only results/h100
+    assert main(["compare", str(run), str(run), "--out", str(tmp_path / "out")]) == 2
+    assert "a run compared with itself says nothing" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    archive = tmp_path / "one.tar.gz"
+    pack(run, archive)
+    copy = tmp_path / "copy" / "one.tar.gz"
+    copy.parent.mkdir()
+    copy.write_bytes(archive.read_bytes())
+    Path(f"{copy}.sha256").write_text(Path(f"{archive}.sha256").read_text())
+    with pytest.raises(GpureproError, match="are one run"):
+        write(archive, copy, tmp_path / "out")
+
+
+def test_a_folder_holding_another_pairs_comparison_is_refused(tmp_path: Path) -> None:
+    """lastmonth/h100 against results/h100 and colleague/h100 against results/h100 share the default
+    folder h100_vs_h100: the second is refused, naming the first pair; the first pair again replaces its
+    own outputs."""
+    mine = make_run(tmp_path / "results")
+    lastmonth, colleague = make_run(tmp_path / "lastmonth", seed=2), make_run(tmp_path / "colleague", seed=4)
+    out = default_out(lastmonth, mine, tmp_path / "results")
+    assert out == default_out(colleague, mine, tmp_path / "results")
+    write(lastmonth, mine, out)
+    before = (out / "compare.csv").read_bytes()
+    with pytest.raises(GpureproError, match=f"holds compare.md.*comparison of A {lastmonth}.*--out"):
+        write(colleague, mine, out)
+    assert (out / "compare.csv").read_bytes() == before
+    write(lastmonth, mine, out)  # the same pair: a rerun replaces its outputs
+    (out / destination.RECORD).unlink()  # outputs of a comparison that did not record its runs
+    with pytest.raises(GpureproError, match="did not record its runs"):
+        write(lastmonth, mine, out)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine\n")  # a folder of other files takes a comparison
+    write(colleague, mine, elsewhere)
+    assert (elsewhere / "notes.txt").read_text() == "mine\n"
+
+
+def test_every_output_of_either_kind_guards_the_folder() -> None:
+    from gpurepro.compare import campaigns
+
+    assert set(outputs.NAMES) | set(campaigns.NAMES) == set(destination.OUTPUTS)
+
+
+def test_random_bytes_with_a_matching_checksum_are_one_clear_error(tmp_path: Path) -> None:
+    archive = tmp_path / "run.tar.gz"
+    archive.write_bytes(os.urandom(4096))
+    Path(f"{archive}.sha256").write_text(f"{sha256(archive)}  {archive.name}\n")
+    with pytest.raises(GpureproError, match=rf"{archive}: not an archive gpurepro pack writes"):
+        unpack(archive, tmp_path / "into")
+    truncated = tmp_path / "cut.tar.gz"
+    pack(make_run(tmp_path / "r"), tmp_path / "whole.tar.gz")
+    truncated.write_bytes((tmp_path / "whole.tar.gz").read_bytes()[:300])
+    Path(f"{truncated}.sha256").write_text(f"{sha256(truncated)}  {truncated.name}\n")
+    with pytest.raises(GpureproError, match=rf"{truncated}: not an archive"):
+        write(truncated, make_run(tmp_path / "b"), tmp_path / "out")
+
+
+def test_pack_never_replaces_an_archive_or_its_checksum(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(tmp_path / "a")
+    archive = tmp_path / "run.tar.gz"
+    assert main(["pack", str(run), "--out", str(archive)]) == 0
+    packed = archive.read_bytes()
+    assert main(["pack", str(make_run(tmp_path / "b", seed=3)), "--out", str(archive)]) != 0
+    assert f"--out {archive}: {archive} already exists" in capsys.readouterr().err
+    assert archive.read_bytes() == packed
+    Path(f"{archive}.sha256").rename(tmp_path / "moved.sha256")
+    archive.unlink()
+    (tmp_path / "moved.sha256").rename(f"{archive}.sha256")  # a checksum left behind
+    with pytest.raises(GpureproError, match=r"run.tar.gz.sha256 already exists"):
+        pack(run, archive)
+    assert not archive.exists() and not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_a_failed_step_leaves_the_last_good_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b", seed=3)
+    out = tmp_path / "out"
+    write(a, b, out)
+    good = (out / "compare.md").read_text()
+
+    def broken(*args: object) -> str:
+        raise RuntimeError("render failed")
+
+    monkeypatch.setattr(render, "markdown", broken)
+    with pytest.raises(RuntimeError):
+        write(a, b, out)
+    assert (out / "compare.md").read_text() == good
+    assert sorted(p.name for p in out.iterdir()) == sorted([*outputs.NAMES, destination.RECORD])
