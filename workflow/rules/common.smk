@@ -19,6 +19,7 @@ from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.host import SLICE_GPUS_VAR  # noqa: E402
 from gpurepro.more_processes import read_plan  # noqa: E402
 from gpurepro.placement import host_share  # noqa: E402
+from gpurepro.runs import gpu_check  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
 from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
 
@@ -51,22 +52,21 @@ validated(config, "config.schema.yaml", "bad config")
 
 
 @functools.cache
-def detected_gpus():
-    """GPUs NVML sees here, limited to config `gpus`; empty without NVML (planning on another machine).
-    Cached: device=auto and the GPU list both ask, and NVML is queried once per start.
+def nvml_gpus():
+    """(every GPU NVML sees here, why it sees none): empty without NVML (planning on another machine).
+    Cached: device=auto, the GPU list, the estimate and the check at start all ask; NVML is queried once.
     """
     try:
-        gpus = nvml.all_gpu_info()
-    except nvml.NvmlUnavailable:
-        return []
+        return nvml.all_gpu_info(), ""
+    except nvml.NvmlUnavailable as err:
+        return [], str(err)
+
+
+def detected_gpus():
+    """GPUs NVML sees here, limited to config `gpus` (those of them that exist)."""
+    gpus, _ = nvml_gpus()
     if config["gpus"] == "all":
         return gpus
-    missing = sorted(set(config["gpus"]) - {g.index for g in gpus})
-    if missing:
-        stop_planning(
-            f"config gpus={config['gpus']}: GPU(s) {missing} do not exist here; "
-            f"NVML sees indices {[g.index for g in gpus]}"
-        )
     return [g for g in gpus if g.index in config["gpus"]]
 
 
@@ -85,6 +85,10 @@ def resolve_device():
             "device=auto with cluster.enabled: the GPUs are on the compute nodes, not here; name the "
             "profile, e.g. --config device=h100"
         )
+    # auto means the GPUs here: config gpus must name GPUs that exist, dry run or not
+    missing = gpu_check.missing_indices(config["gpus"], nvml_gpus()[0])
+    if missing:
+        stop_planning(f"device=auto: {missing}")
     try:
         return profiles.pick_profile(detected_gpus())
     except GpureproError as err:
@@ -105,11 +109,23 @@ if not IS_GPU and config["gpus"] != "all":
         file=sys.stderr,
     )
 
-# GPU indices measured on. Planning a GPU profile on a machine without one assumes GPU 0. On a cluster
-# they are not GPUs of this machine but one allocation each (gpus=[0,1,2,3]: four), all measuring GPU 0.
-GPUS = [g.index for g in detected_gpus()] if IS_GPU and not CLUSTER else []
-if IS_GPU and not GPUS:
-    GPUS = [0] if config["gpus"] == "all" else list(config["gpus"])
+
+def planned_gpus():
+    """GPU indices measured on: config `gpus` as named, or with gpus=all those NVML sees (GPU 0 without
+    NVML). A named profile plans for the GPUs asked for, also where NVML sees fewer or none (a dry run
+    plans for hardware that is not here; a real run checks them first, check_gpus_at_start). On a
+    cluster they are not GPUs of this machine but one allocation each (gpus=[0,1,2,3]: four), all
+    measuring GPU 0.
+    """
+    if not IS_GPU:
+        return []
+    if config["gpus"] != "all":
+        return sorted(config["gpus"]) if nvml_gpus()[0] else list(config["gpus"])
+    here = [] if CLUSTER else [g.index for g in detected_gpus()]
+    return here or [0]
+
+
+GPUS = planned_gpus()
 MEASURE_GPU = (0 if CLUSTER else GPUS[0]) if IS_GPU else "cpu"
 # The GPU argument of a job with a {gpu} wildcard (a shell snippet, so local commands stay as they were);
 # the cpu profile's is "cpu", on a cluster too.
@@ -128,6 +144,28 @@ os.environ.update(
 
 
 FORK_SERVER = []  # the run's fork server, once onstart has started it
+
+
+def check_gpus_at_start():
+    """Before the first job of a real run on this machine's GPUs: stop, writing nothing, when NVML finds
+    no GPU, fewer than config `gpus` names, or another model than the profile's (device_check=warn
+    measures anyway, saying so); gpurepro/runs/gpu_check.py. A dry run plans without it; on a cluster
+    the GPUs are the nodes', and each job checks its own.
+    """
+    if not IS_GPU or CLUSTER:
+        return
+    found, nvml_problem = nvml_gpus()
+    try:
+        warnings = gpu_check.check_start(
+            PROFILE, config["gpus"], found, nvml_problem, config["device_check"]
+        )
+    except GpureproError as err:
+        stop_planning(str(err))
+    for warning in warnings:
+        print(
+            f"gpurepro: {warning}; measuring anyway (device_check=warn)",
+            file=sys.stderr,
+        )
 
 
 def fork_server_wanted():
@@ -165,7 +203,9 @@ onstart:
     # --touch marks outputs up to date (their times and Snakemake's metadata) and runs no job: it replaces
     # no raw file, so neither the guard nor the estimate nor the fork server has work to do
     if not workflow.touch:
-        # first: nothing measured is replaced unless asked for (runplan.smk)
+        # first: the GPUs asked for are here, before anything is written
+        check_gpus_at_start()
+        # then: nothing measured is replaced unless asked for (runplan.smk)
         guard_raw_data()
         print_estimate()
         # which GPU measures each claim group, round by round (placement.smk)
