@@ -1,7 +1,10 @@
 # Comparing this run with another: `snakemake compare --config compare_with=<results folder or archive>`
 # writes <results_dir>/compare/<A>_vs_<device>/compare.{md,csv,html,png}, A being the other run (the
 # baseline: its results folder, or its archive from `gpurepro pack`, as `gpurepro compare` takes it) and
-# B this run's results/<device>. Not part of `all`: it needs a second run to compare with.
+# B this run's results/<device>. Not part of `all`: it needs a second run to compare with. The folder's
+# compare.json (the pair it belongs to) is left undeclared: a rerun with another compare_with of the same
+# name has Snakemake remove the declared outputs first, and gpurepro compare refuses only a folder that
+# still holds another pair's outputs.
 
 from gpurepro.compare.folders import (  # noqa: E402
     COMPARE_WITH_UNSET,
