@@ -52,7 +52,7 @@ def test_the_page_opens_with_both_headlines_and_the_claims_whose_word_changed(tm
     )
     assert "| changed |" in verdicts and "needs a cluster" not in verdicts
     assert "hfta-speedup-over-serial: 2.42-11.50x" in verdicts and "over MPS" not in verdicts
-    assert summary.startswith(f"1 of 2 paper headlines changed ({HFTA}), 1 claim changed word; ")
+    assert summary.startswith(f"verdicts: 1 of 2 paper headlines changed ({HFTA}), 1 claim changed word\n")
     assert "<h2>Verdicts</h2>" in paths[2].read_text()
 
 
@@ -69,7 +69,7 @@ def test_two_reference_runs_name_the_changed_headline_first_and_compare_the_spee
     a = REFERENCE / "h200-quick-2026-11-28.tar.gz"
     b = REFERENCE / "h200x4-pair-one-quick-2026-11-28.tar.gz"
     paths, summary = write(a, b, tmp_path / "out")
-    assert summary.startswith(f"1 of 5 paper headlines changed ({HFTA})")
+    assert summary.startswith(f"verdicts: 1 of 5 paper headlines changed ({HFTA})")
     page = paths[0].read_text()
     assert any(HFTA in line and line.endswith("| changed |") for line in page.splitlines()[:12])
     assert "hfta-speedup-over-serial" in page[: page.index("## Metrics")]

@@ -65,14 +65,18 @@ def test_the_same_host_pair_differs_in_one_headline_from_one_slow_process(pair, 
 
 
 def test_compare_reads_the_same_host_pair_the_same_within_noise(tmp_path: Path) -> None:
-    """gpurepro compare of the pair's archives: at least 97% of the graded metrics the same within noise
-    (the issue's bar for placement), the one change a count of throttled SGEMM repetitions."""
+    """gpurepro compare of the pair's archives: at least 97% of the graded metrics show no change beyond
+    noise (the issue's bar for placement: the same within noise, or unresolved at this spread where one
+    run's processes cannot tell), and none is a change."""
     archives = [ROOT / "reference-runs" / f"h200x4-pair-{n}-quick-2026-11-28.tar.gz" for n in PAIR]
     result = run_gpurepro("compare", *map(str, archives), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr[-2000:]
     counts = benchmark_script("placement_pair").compare_counts(result.stdout + result.stderr)
     graded = sum(count for grade, count in counts.items() if grade != "not comparable")
-    assert counts["same within noise"] / graded >= 0.97, counts
+    unchanged = counts["same within noise"] + counts.get("unresolved at this spread", 0)
+    assert unchanged / graded >= 0.97, counts
     changed = pd.read_csv(tmp_path / "out" / "compare.csv")
-    changed = changed[~changed["grade"].isin(["same within noise", "not comparable"])]
-    assert set(changed["metric"]) <= {"throttled_reps"}, changed[["point", "metric", "grade"]]
+    changed = changed[
+        ~changed["grade"].isin(["same within noise", "unresolved at this spread", "not comparable"])
+    ]
+    assert changed.empty, changed[["point", "metric", "grade"]]

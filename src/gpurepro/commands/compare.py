@@ -54,5 +54,8 @@ def run(args: argparse.Namespace) -> int:
         paths, summary = campaigns.write_folders(args.a, args.b, out)
     else:
         paths, summary = write(args.a, args.b, out)
-    print(f"compare {args.a} -> {args.b}: {summary}; wrote {', '.join(map(str, paths))}", file=sys.stderr)
+    *verdicts, counts = summary.splitlines()
+    for line in verdicts:  # the verdicts' headlines first: a changed one is the news
+        print(f"{args.a} -> {args.b}: {line}", file=sys.stderr)
+    print(f"compare {args.a} -> {args.b}: {counts}; wrote {', '.join(map(str, paths))}", file=sys.stderr)
     return 0

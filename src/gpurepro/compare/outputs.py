@@ -13,10 +13,13 @@ from .pack import is_archive, unpack
 from .runs import Run, load_run
 
 NAMES = ("compare.md", "compare.csv", "compare.html", "compare.png")
+# The summary's first line where the runs hold verdicts; its last line is always the counts of grades
+VERDICTS = "verdicts: "
 
 
 def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
-    """Compare run A with run B; the files written and the one-line summary of grades."""
+    """Compare run A with run B; the files written and the summary: the counts of grades, after a line
+    on the verdicts' headlines where the runs hold verdicts (the news goes first)."""
     destination.refuse_self(a, b)
     with tempfile.TemporaryDirectory(prefix="gpurepro-compare-") as scratch:
         a_run, b_run = (_load(path, Path(scratch, side)) for side, path in (("a", a), ("b", b)))
@@ -46,4 +49,4 @@ def _write(a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path) -> t
         notes.append(f"{at_host_bound} of the {changed_in_all} changes at host-bound points")
     headline = verdicts.summary(papers, words)
     summary = render.counts(table) + (f" ({'; '.join(notes)})" if notes else "")
-    return paths, f"{headline}; {summary}" if headline else summary
+    return paths, f"{VERDICTS}{headline}\n{summary}" if headline else summary

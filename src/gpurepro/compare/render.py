@@ -129,9 +129,9 @@ def _claim_rows(words: pd.DataFrame) -> list[list[str]]:
     ]
 
 
-def _verdict_lead(papers: pd.DataFrame, words: pd.DataFrame) -> tuple[str, str]:
+def _verdict_lead(papers: pd.DataFrame | None, words: pd.DataFrame | None) -> tuple[str, str]:
     """The verdict section's first sentence and the changed claims' sentence."""
-    if papers.empty:
+    if papers is None or words is None or papers.empty:
         return "Neither run holds a verdict (verdict.md): no headline to compare.", ""
     lead = f"{verdicts.summary(papers, words)}; the headlines as each run's verdict.md states them."
     claims = f"{len(words)} claims changed word." if len(words) else "No claim changed word."
@@ -146,10 +146,10 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _md_verdicts(papers: pd.DataFrame, words: pd.DataFrame) -> list[str]:
+def _md_verdicts(papers: pd.DataFrame | None, words: pd.DataFrame | None) -> list[str]:
     lead, claims = _verdict_lead(papers, words)
     lines = ["## Verdicts", "", lead, ""]
-    if papers.empty:
+    if papers is None or words is None or papers.empty:
         return lines
     lines += [*_md_table(VERDICT_HEADERS, _verdict_rows(papers)), "", claims, ""]
     if len(words):
@@ -171,7 +171,12 @@ def reference_line(changes: pd.DataFrame) -> str:
 
 
 def markdown(
-    table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str, papers: pd.DataFrame, words: pd.DataFrame
+    table: pd.DataFrame,
+    changes: pd.DataFrame,
+    a: str,
+    b: str,
+    papers: pd.DataFrame | None = None,
+    words: pd.DataFrame | None = None,
 ) -> str:
     """The page: the verdicts side by side, the counts of each grade, what changed, how graded, then the
     changes beyond noise and a section per study."""
@@ -218,13 +223,18 @@ def _colour(row: pd.Series) -> str:
 
 
 def to_html(
-    table: pd.DataFrame, changes: pd.DataFrame, a: str, b: str, papers: pd.DataFrame, words: pd.DataFrame
+    table: pd.DataFrame,
+    changes: pd.DataFrame,
+    a: str,
+    b: str,
+    papers: pd.DataFrame | None = None,
+    words: pd.DataFrame | None = None,
 ) -> str:
     """A standalone page (the Snakemake report shows HTML inline), in the Markdown page's order."""
     e = html.escape
     lead, claims = _verdict_lead(papers, words)
     verdict = ["<h2>Verdicts</h2>", f"<p>{e(lead)}</p>"]
-    if not papers.empty:
+    if papers is not None and words is not None and not papers.empty:
         changed = ["#f8d7da" if flag else "" for flag in papers["changed"]]
         verdict += [*_html_table(VERDICT_HEADERS, _verdict_rows(papers), changed), f"<p>{e(claims)}</p>"]
         verdict += _html_table(CLAIM_HEADERS, _claim_rows(words)) if len(words) else []
