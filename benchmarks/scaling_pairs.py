@@ -1,27 +1,26 @@
-"""The datasheet scaling rule against every published pair it can be checked on: two absolute figures
-of one source and table row on two GPUs (gpurepro.verdict.pairs). Prints the ratio the source
-published, the one the rule predicts, the error and the GPU generations bridged. No GPU needed.
+"""The datasheet scaling rule against every figure it can be checked on (gpurepro.verdict.pairs): each
+published pair (two absolute figures of one source and table row on two GPUs) and each shipped run
+(config/hardware/calibration/datasheet_rule.yaml), with the ratio measured, the one the rule predicts,
+its error, the GPU generations bridged and the calibrated rule's error with that check left out; then
+the calibration: the exponent the datasheet ratio is taken to and its residual spread. No GPU needed.
 
     python benchmarks/scaling_pairs.py
 """
 
 from __future__ import annotations
 
-from gpurepro.hardware import load_hardware
-from gpurepro.profiles import project_root
-from gpurepro.verdict.claims import load_claims
-from gpurepro.verdict.pairs import published_pairs
+from gpurepro.verdict.pairs import shipped_calibration
 from gpurepro.verdict.scaling import MAX_DATASHEET_GENERATIONS
 
 
 def main() -> None:
-    hardware = load_hardware()
-    claims = load_claims([project_root() / "config" / "expected"], hardware=hardware)
-    checks = published_pairs(claims, hardware)
-    allowed = MAX_DATASHEET_GENERATIONS
-    print(f"{len(checks)} published pairs; a datasheet scaling may bridge {allowed} generation(s)")
-    for check in checks:
-        print(f"  {check.describe()}")
+    calibration = shipped_calibration()
+    print(f"a datasheet scaling may bridge {MAX_DATASHEET_GENERATIONS} generation(s)")
+    print(f"{len(calibration.pairs)} published pairs and {len(calibration.runs)} shipped runs:")
+    for check in [*calibration.pairs, *calibration.runs]:
+        left_out = calibration.left_out[check.unit]
+        print(f"  {check.describe()}; left out, the calibrated rule errs {left_out:+.1%}")
+    print(f"calibrated rule: {calibration.describe()}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,14 @@ class Scaling:
     # a claim of the same source table on a GPU nearer this one, whose reading this claim takes where
     # its own datasheet scaling would bridge more GPU generations than the rule was checked on
     through: str | None = None
+    # the datasheet rule calibrated (pairs.py): its datasheet ratios taken to this power, `uncertainty`
+    # the calibration's residual spread; NaN until the calibration is read (uncertainty: calibrated)
+    calibrated: float | None = None
+
+    @property
+    def describe_uncertainty(self) -> str:
+        calibrated = " (the calibrated rule's residual)" if self.calibrated is not None else ""
+        return f"±{self.uncertainty * 100:.2g}% scaling{calibrated}"
 
 
 @dataclass(frozen=True)
@@ -271,7 +279,7 @@ class Claim:
         tolerance = self.tolerance.describe(unit)
         parts = [] if tolerance == "exact" else [tolerance]
         if factor is not None and self.scaling is not None and self.scaling.uncertainty:
-            parts.append(f"±{self.scaling.uncertainty * 100:g}% scaling")
+            parts.append(self.scaling.describe_uncertainty)
         return f"{text} ({' and '.join(parts)})" if parts else text
 
 
@@ -328,11 +336,15 @@ def load_claims(
     schema: Path | str | None = None,
     hardware: dict[str, Gpu] | None = None,
     points: PointKeys | None = None,
+    calibrated: bool = True,
 ) -> list[Claim]:
     """Every claim of the files (or folders of files) given, checked against the schema and for the
     rules a schema cannot say (ranges the right way round, one kind of tolerance, unique ids, a hardware
     entry with the rates its scaling needs for every GPU named, and, given each table's point keys
-    (points.py), a where that selects one point). `hardware` defaults to the table in config/hardware/."""
+    (points.py), a where that selects one point). `hardware` defaults to the table in config/hardware/.
+    A scaling whose uncertainty reads `calibrated` takes the datasheet rule's calibration on the shipped
+    pairs and runs (pairs.shipped_calibration; `calibrated=False` leaves it unread, for that very
+    calibration)."""
     schema = Path(schema) if schema else default_schema()
     hardware = load_hardware() if hardware is None else hardware
     claims: list[Claim] = []
@@ -350,7 +362,28 @@ def load_claims(
             seen[claim.id] = str(file)
             claims.append(claim)
     _check_through(claims)
-    return claims
+    return _calibrated(claims) if calibrated else claims
+
+
+def _calibrated(claims: list[Claim]) -> list[Claim]:
+    """Each scaling that asks for the calibrated datasheet rule given its exponent and uncertainty."""
+    asking = [c for c in claims if c.scaling is not None and c.scaling.calibrated is not None]
+    if not asking:
+        return claims
+    from .pairs import shipped_calibration  # pairs.py reads claims: imported only where one asks
+
+    calibration = shipped_calibration()
+    return [
+        replace(
+            claim,
+            scaling=replace(
+                claim.scaling, uncertainty=calibration.uncertainty, calibrated=calibration.exponent
+            ),
+        )
+        if claim in asking and claim.scaling is not None
+        else claim
+        for claim in claims
+    ]
 
 
 def _check_through(claims: list[Claim]) -> None:
@@ -394,6 +427,11 @@ def _check_hardware(claim: Claim, hardware: dict[str, Gpu], where: str) -> None:
             raise GpureproError(
                 f"{where}: key scaling.with: {reference}: the hardware entry config/hardware/{gpu.id}.yaml "
                 f"has no rate {reference} (it has {', '.join(sorted(gpu.rates))})"
+            )
+        if claim.scaling.calibrated is not None and gpu.rates[reference].measured is not None:
+            raise GpureproError(
+                f"{where}: key scaling.uncertainty: calibrated is the datasheet rule's, and "
+                f"config/hardware/{gpu.id}.yaml has a measured {reference}: give the uncertainty as a number"
             )
 
 
@@ -469,11 +507,7 @@ def _claim(
         purpose=purpose,
         divide_by=_other_side(item, "divide_by", measure, where),
         subtract=_other_side(item, "subtract", measure, where),
-        scaling=Scaling(
-            dict(scaling["with"]), scaling["uncertainty"], scaling["why"].strip(), scaling.get("through")
-        )
-        if scaling
-        else None,
+        scaling=_scaling(scaling) if scaling else None,
         direction=_direction(direction) if direction else None,
         order=tuple(dict(point) for point in item.get("order", [])),
         off_paper_gpu=OffPaperGpu(
@@ -501,6 +535,18 @@ def _claim(
             )
             for r in item.get("revisions", [])
         ),
+    )
+
+
+def _scaling(data: dict[str, Any]) -> Scaling:
+    """A scaling; `uncertainty: calibrated` asks for the datasheet rule's calibration (NaN until read)."""
+    calibrated = data["uncertainty"] == "calibrated"
+    return Scaling(
+        dict(data["with"]),
+        math.nan if calibrated else data["uncertainty"],
+        data["why"].strip(),
+        data.get("through"),
+        math.nan if calibrated else None,
     )
 
 

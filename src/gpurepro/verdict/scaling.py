@@ -161,17 +161,30 @@ def scale_factor(
     """The factor taking the paper's figure to this GPU, and how each rate entered it, each like for like
     (module docstring); `here`: this run's measured rates (`where`: on which GPUs, in words),
     `here_gpu`: this GPU's hardware entry. With no reference rate (a workload bound by the host, not the
-    GPU) the factor is 1."""
-    factor, parts = 1.0, []
+    GPU) the factor is 1. A calibrated scaling (scaling.calibrated, pairs.py) takes its datasheet ratio
+    to the calibration's exponent: the rule over-predicts what a workload reaches, one way."""
+    measured, datasheet, parts = 1.0, 1.0, []
     for reference, exponent in scaling.exponents.items():
         ours, our_words, theirs, their_words = _sides(reference, paper_gpu, here, here_gpu, where)
-        factor *= (ours / theirs) ** exponent
         power = "" if exponent == 1 else f"^{exponent:g}"
         basis = MEASURED if paper_gpu.rates[reference].measured is not None else DATASHEET
+        if basis == DATASHEET:
+            datasheet *= (ours / theirs) ** exponent
+        else:
+            measured *= (ours / theirs) ** exponent
         parts.append(
             f"({reference}, {basis} against {basis}: {our_words} / {their_words} on {paper_gpu.name}){power}"
         )
     how = " x ".join(parts) if parts else f"not scaled by a GPU rate ({scaling.why})"
+    factor = measured * datasheet
+    if scaling.calibrated is not None and datasheet != 1.0:
+        if math.isnan(scaling.calibrated):
+            raise NoReference("the datasheet rule's calibration was not read (claims.load_claims reads it)")
+        factor = measured * datasheet**scaling.calibrated
+        how = (
+            f"({how} = {datasheet:.4g}, the datasheet ratio) ^ {scaling.calibrated:.3f}, the datasheet rule "
+            "calibrated on the published pairs and shipped runs (it over-predicts what a workload reaches)"
+        )
     if not math.isfinite(factor) or factor <= 0:
         raise NoReference(f"the scaling from {paper_gpu.name} gave no usable factor ({how})")
     return Factor(factor, how, tuple(scaling.exponents))
