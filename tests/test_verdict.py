@@ -25,7 +25,7 @@ from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
 from gpurepro.verdict.measured import HowMeasured
-from gpurepro.verdict.pairs import published_pairs
+from gpurepro.verdict.pairs import published_pairs, shipped_calibration, uncalibrated
 from gpurepro.verdict.ranges import untestable_reason
 from gpurepro.verdict.scaling import MAX_DATASHEET_GENERATIONS, scale_factor
 from gpurepro.verdict.statuses import (
