@@ -3,15 +3,20 @@ does not have, a run stopped by Ctrl-C or killed outright; and a finished run na
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 import sys
+import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
 from gpurepro import profiles
 from gpurepro.errors import GpureproError
-from gpurepro.runs import gpu_check
+from gpurepro.runs import gpu_check, interrupt, verdict_headlines
 
 from .conftest import HAVE_GPU, ROOT, run_snakemake
 from .test_profiles import gpu
@@ -111,3 +116,88 @@ def test_a_real_run_for_a_gpu_not_here_stops_at_start_and_writes_nothing(workflo
     assert planned.returncode == 0, planned.stderr
     assert "sgemm_run" in planned.stdout
     assert not (workflow_copy / "results").exists()
+
+
+def test_the_headlines_are_read_back_from_the_per_paper_table_of_the_verdict_written() -> None:
+    markdown = "\n".join(
+        [
+            "# Reproduction verdict: profile cpu",
+            "## Per paper",
+            "",
+            "| paper | verdict | held | not measured because |",
+            "|---|---|---|---|",
+            "| A \\| B (2024) | **not measured (0 of 2 claims testable here)** | 0 | needs a GPU |",
+            "| C | **reproduced (2 of 2 claims testable here)** | 2 |  |",
+            "",
+            "## Claims of the papers",
+            "| a | **b** |",
+        ]
+    )
+    assert verdict_headlines.headlines(markdown) == [
+        ("A | B (2024)", "not measured (0 of 2 claims testable here)"),
+        ("C", "reproduced (2 of 2 claims testable here)"),
+    ]
+
+
+def test_a_reference_runs_verdict_reads_one_headline_per_paper(tmp_path: Path) -> None:
+    with tarfile.open(ROOT / "reference-runs" / "h200-quick-2026-11-28.tar.gz") as archive:
+        verdict = archive.extractfile("h200/verdict.md")
+        assert verdict is not None
+        (tmp_path / "verdict.md").write_bytes(verdict.read())
+    said = verdict_headlines.announcement(tmp_path / "verdict.md").splitlines()
+    assert (
+        said[0] == f"gpurepro: the verdict is {tmp_path / 'verdict.md'} (verdict.html beside it); per paper:"
+    )
+    verdicts = "reproduced|partially reproduced|not reproduced|too few claims testable here|not measured"
+    assert len(said) > 2
+    assert all(re.fullmatch(rf"  .+: ({verdicts}) \(\d+ of \d+ .*\)", line) for line in said[1:])
+
+
+def signalled_run(workflow: Path, sig: signal.Signals, *args: str) -> tuple[int, str]:
+    """snakemake `args` in its own session, as a terminal starts it; once its first measuring job has
+    started, `sig` goes to the whole group (Ctrl-C: SIGINT; a dropped session or `kill -9`: SIGKILL).
+    Returns the exit status and everything said after the signal."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=workflow,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    said: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        said.append(line)
+        if line.startswith("Shell command: gpurepro sgemm "):
+            time.sleep(3)  # inside the job's measurement
+            os.killpg(process.pid, sig)
+            break
+    after = process.stdout.read()
+    return process.wait(timeout=300), after
+
+
+@pytest.mark.pipeline
+def test_ctrl_c_ends_in_one_line_and_a_killed_run_says_how_to_resume(workflow_copy: Path) -> None:
+    target = ["sgemm", "--cores", "1"]
+    status, said = signalled_run(workflow_copy, signal.SIGINT, *target)
+    assert status != 0
+    # (Snakemake's "Select jobs to execute..." may follow the job's start before the signal)
+    assert said.strip().splitlines()[-1] == interrupt.INTERRUPTED
+    for noise in ("Error in rule", "Traceback", "KeyboardInterrupt", "did not complete"):
+        assert noise not in said
+
+    status, said = signalled_run(workflow_copy, signal.SIGKILL, *target)
+    assert status == -signal.SIGKILL
+    after_kill = run_snakemake(*target, cwd=workflow_copy)
+    assert after_kill.returncode == 1
+    hint = after_kill.stderr.strip().splitlines()[-1]
+    assert hint.startswith("gpurepro: an earlier run in this folder was killed before it finished")
+    assert "snakemake --unlock" in hint and "--rerun-incomplete" in hint
+
+    unlocked = run_snakemake("--unlock", "--cores", "1", cwd=workflow_copy)
+    assert unlocked.returncode == 0 and "gpurepro: an earlier run" not in unlocked.stderr
+    resumed = run_snakemake(*target, "--rerun-incomplete", cwd=workflow_copy)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert (workflow_copy / "results" / "cpu" / "tables" / "sgemm.csv").is_file()
+    assert "gpurepro: an earlier run" not in resumed.stderr

@@ -1,6 +1,7 @@
 # Helpers every study's rules use: config and profile validation, device resolution, result paths,
 # resources that keep two measurements off one GPU, and the telemetry flags every measuring job takes.
 
+import atexit
 import functools
 import os
 import shutil
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger as snakemake_logger
 from snakemake.utils import validate
 
 # Parse-time helpers come from this checkout's package, so a dry-run works before installation too.
@@ -19,7 +21,7 @@ from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.host import SLICE_GPUS_VAR  # noqa: E402
 from gpurepro.more_processes import read_plan  # noqa: E402
 from gpurepro.placement import host_share  # noqa: E402
-from gpurepro.runs import gpu_check  # noqa: E402
+from gpurepro.runs import gpu_check, interrupt, stale_lock  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
 from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
 
@@ -146,6 +148,21 @@ os.environ.update(
 FORK_SERVER = []  # the run's fork server, once onstart has started it
 
 
+def say_if_a_killed_run_left_its_lock():
+    """At exit: a run killed outright left Snakemake's lock (and incomplete outputs) here; say what
+    happened and the two commands that go on (gpurepro/runs/stale_lock.py). At exit, after Snakemake's
+    own error, because the Snakefile is read before Snakemake knows whether it is to run, plan or
+    --unlock; an --unlock has removed the lock by then and says nothing more.
+    """
+    message = stale_lock.stale_lock_message(Path.cwd())
+    if message:
+        print(message, file=sys.stderr)
+
+
+if workflow.is_main_process:
+    atexit.register(say_if_a_killed_run_left_its_lock)
+
+
 def check_gpus_at_start():
     """Before the first job of a real run on this machine's GPUs: stop, writing nothing, when NVML finds
     no GPU, fewer than config `gpus` names, or another model than the profile's (device_check=warn
@@ -215,6 +232,8 @@ onstart:
         # the levels cool-downs end at are learned afresh by each run (telemetry/cooldown.py)
         forget_levels(Path(COOLDOWN_DIR))
         start_fork_server()
+        # from the first job on, Ctrl-C ends the run in one line (gpurepro/runs/interrupt.py)
+        interrupt.watch_interrupts(interrupt.console_handlers(snakemake_logger))
 
 
 onerror:

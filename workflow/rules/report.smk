@@ -6,6 +6,7 @@
 from gpurepro.verdict.claims import claim_files, load_claims  # noqa: E402
 from gpurepro.hardware import load_hardware  # noqa: E402
 from gpurepro.verdict.points import load_points  # noqa: E402
+from gpurepro.runs.verdict_headlines import announcement  # noqa: E402
 from snakemake.sourcecache import infer_source_file  # noqa: E402
 
 CLAIMS_DIR = "config/expected"
@@ -45,12 +46,21 @@ report:
     else "../report/workflow.rst"
 
 
+def announce_verdict():
+    """A run whose plan holds the verdict ends by naming it: the file and each paper's headline, read back
+    from the file (gpurepro/runs/verdict_headlines.py). `snakemake plot_bert` made none, and names none.
+    """
+    if any(job.rule.name == "verdict" for job in workflow.dag.jobs):
+        print(announcement(Path(rules.verdict.output.md)), file=sys.stderr)
+
+
 onsuccess:
     stop_fork_server()
     # --report-after-run read the workflow before this run made the verdict: point the landing page at it
     # (the `report:` directive only works while the workflow is read, so the attribute is set directly).
     if VERDICT_LANDING_PAGE.is_file():
         workflow.report_text = infer_source_file(VERDICT_LANDING_PAGE)
+    announce_verdict()
 
 
 STUDY_TABLES = study_outputs("tables", ".csv")
