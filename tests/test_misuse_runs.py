@@ -3,6 +3,8 @@ does not have, a run stopped by Ctrl-C or killed outright; and a finished run na
 
 from __future__ import annotations
 
+import base64
+import logging
 import os
 import re
 import signal
@@ -16,7 +18,7 @@ import pytest
 
 from gpurepro import profiles
 from gpurepro.errors import GpureproError
-from gpurepro.runs import gpu_check, interrupt, verdict_headlines
+from gpurepro.runs import gpu_check, interrupt, stale_lock, verdict_headlines
 
 from .conftest import HAVE_GPU, ROOT, run_snakemake
 from .test_profiles import gpu
@@ -201,3 +203,39 @@ def test_ctrl_c_ends_in_one_line_and_a_killed_run_says_how_to_resume(workflow_co
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert (workflow_copy / "results" / "cpu" / "tables" / "sgemm.csv").is_file()
     assert "gpurepro: an earlier run" not in resumed.stderr
+
+
+def test_a_lock_left_with_no_snakemake_running_is_named_with_both_commands(tmp_path: Path) -> None:
+    assert stale_lock.stale_lock_message(tmp_path) is None
+    (tmp_path / ".snakemake" / "locks").mkdir(parents=True)
+    (tmp_path / ".snakemake" / "locks" / "0.output.lock").write_text("results/cpu/tables/sgemm.csv\n")
+    incomplete = tmp_path / ".snakemake" / "incomplete"
+    incomplete.mkdir()
+    (incomplete / base64.urlsafe_b64encode(b"results/cpu/sgemm/raw/torch_n512.csv").decode()).touch()
+    message = stale_lock.stale_lock_message(tmp_path)
+    assert message is not None
+    assert (
+        "1 outputs it was writing are marked incomplete (e.g. results/cpu/sgemm/raw/torch_n512.csv)"
+        in message
+    )
+    assert "snakemake --unlock, then your command again with --rerun-incomplete" in message
+    assert stale_lock.is_snakemake(["/venv/bin/python3", "/venv/bin/snakemake", "--cores", "4"])
+    assert stale_lock.is_snakemake(["python", "-m", "snakemake", "-n"])
+    assert not stale_lock.is_snakemake(["bash", "-c", "gpurepro sgemm 512 --out results/x.csv"])
+
+
+def test_after_sigint_the_console_says_one_line_and_snakemake_stops_as_before(capsys) -> None:
+    console = logging.StreamHandler(sys.stderr)
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        watch = interrupt.watch_interrupts([console])
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    record = logging.LogRecord(
+        "snakemake", logging.ERROR, __file__, 1, "Error in rule sgemm_run:", None, None
+    )
+    assert watch.interrupted and not console.filter(record)
+    assert capsys.readouterr().err == interrupt.INTERRUPTED + "\n"
