@@ -19,8 +19,14 @@ How a claim is judged depends on its kind and on the GPU:
   of it is host time).
 - "GPUs differ" (direction.test): read from the test's p-value among the measure's rows, never from an
   interval of a max - min spread, which lies above 0 for identical GPUs too.
-- a magnitude from one process a side: its interval is the measured between-process spread
-  (between.py) at least, so it is inconclusive at one process where it lies nearer an edge than that.
+- every magnitude: its interval is at least the spread of the highest level of variation it spans
+  (between.py, levels.py): a claim read against a paper spans machines, so its interval covers the
+  spread between machines of one GPU model measured for its study, pace and kind of figure, and for a
+  side from few processes the between-process spread shrunk over them.
+- a reading resting on a host-paced side (hostpaced.py: the GPU busy under half the time): its direction
+  judged, its magnitude host-dependent and not counted unless its interval over machines resolves it,
+  shown with the GPU's utilisation during the point and, for a speedup over a host-paced baseline, the
+  same speedup over the baseline's graphed step.
 Any range that cannot fail (ranges.py) is "not testable here", never held; so is a bound over a
 population on fewer GPUs than it needs (needs.population) and a place in a sweep the run did not sweep
 widely enough (needs.sweep). Any claim is "not measured" when its value cannot be read here, and the
@@ -39,7 +45,8 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from ..hardware import Gpu, matching
-from .between import one_process_interval
+from . import hostpaced, levels
+from .between import level_interval
 from .claims import INFORMATIONAL, RELATIVE, Claim, Selection
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
 from .here import Here
@@ -148,12 +155,14 @@ class _Judge:
             else:
                 judged = TRANSFERRED
                 how = f"{how}; {scaled.how}"
-        values, one_process = one_process_interval(claim, values)
-        if one_process:
-            how = f"{how}; {one_process}"
+        sides = hostpaced.claim_sides(claim, self.tables)
+        widened = level_interval(claim, values, sides, levels.load())
+        values, how = widened.values, "; ".join(part for part in (how, widened.words) if part)
         accepted = accepted_range(claim.expected, claim.tolerance, factor, uncertainty)
         verdict, how = judge_values(claim, values, accepted, factor, how, p_value, uncertainty)
         detail = f"accepted {number(accepted[0])} to {number(accepted[1])}{claim.shown_unit}; {how}"
+        baseline = hostpaced.gpu_bound_baseline(claim, sides, self.tables)
+        verdict, detail = hostpaced.named(claim, verdict, detail, sides, widened.host_resolvable, baseline)
         return result(
             verdict,
             detail,
@@ -245,7 +254,9 @@ class _Judge:
             f"({other.describe()})"
         )
         counts = numerator.counts + second.counts
-        return Values([value], claim.unit, combined_interval(numerator, second, sign), counts=counts), how
+        parts = (a, b) if sign == "-" else ()
+        interval = combined_interval(numerator, second, sign)
+        return Values([value], claim.unit, interval, counts=counts, parts=parts), how
 
     def _order(
         self, claim: Claim

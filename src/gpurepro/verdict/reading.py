@@ -40,6 +40,9 @@ class Values:
     # row that is itself a ratio of two points (a speedup) or a value combined from two selections; None
     # where the table does not say
     counts: tuple[int | None, ...] = (None,)
+    # a difference's two sides (the value is the first minus the second), whose own spreads its interval
+    # adds; empty for a point or a ratio
+    parts: tuple[float, ...] = ()
 
     @property
     def one_process(self) -> bool:
