@@ -30,8 +30,8 @@ from gpurepro.verdict.ranges import untestable_reason
 from gpurepro.verdict.scaling import MAX_DATASHEET_GENERATIONS, scale_factor
 from gpurepro.verdict.statuses import (
     DIRECTION_FAILS,
+    DIRECTION_HOST,
     DIRECTION_OUTSIDE,
-    DIRECTION_UNRESOLVED,
     DIRECTION_UNTESTED,
     DIRECTION_WITHIN,
     HELD,
@@ -767,7 +767,8 @@ def test_a_difference_and_an_order_are_read_over_the_processes_themselves() -> N
     }
     outcomes = {o.claim.id: o for o in evaluate(claims, _processes_of(measured), hardware)}
     difference = outcomes["deit-b-minus-deit-t-power"]
-    assert difference.result == DIRECTION_UNRESOLVED, difference.detail
+    # both sides host-paced (eager batch 1): a magnitude unresolved over machines is host-dependent
+    assert difference.result == DIRECTION_HOST, difference.detail
     low, high = (float(x) for x in difference.detail.split("95% interval [")[1].split("]")[0].split(", "))
     # Welch over 3 and 3 processes: [1.3, 37.1] W at 160 inferences a second, [0.008, 0.23] J
     assert 0 < low < 0.057 and high > 0.109
