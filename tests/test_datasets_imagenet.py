@@ -19,7 +19,7 @@ from gpurepro.cli import main
 from gpurepro.datasets import imagenet, specs
 from gpurepro.errors import GpureproError
 
-from .conftest import run_snakemake
+from .conftest import import_installable, run_snakemake
 from .dataset_archives import IMAGENET_CLASSES, ImageNetFiles, imagenet_archives, md5
 
 
@@ -178,7 +178,7 @@ def test_official_names_are_torchvisions() -> None:
 def devkit(path: Path, val_wnids: list[str]) -> bytes:
     """ILSVRC2012_devkit_t12.tar.gz in miniature: data/meta.mat and the val ground truth, as torchvision
     reads them (ILSVRC2012_ID, WNID, words, gloss, num_children per synset; leaves have no children)."""
-    scipy_io = pytest.importorskip("scipy.io")
+    scipy_io = import_installable("scipy.io")
     fields = [("ILSVRC2012_ID", "O"), ("WNID", "O"), ("words", "O"), ("gloss", "O"), ("num_children", "O")]
     synsets = [(i + 1, wnid, f"thing {i}", "a thing", 0) for i, wnid in enumerate(IMAGENET_CLASSES)]
     synsets.append((len(synsets) + 1, "n00001740", "entity", "the root", len(synsets)))

@@ -17,7 +17,7 @@ import pytest
 
 from gpurepro import host, nvml
 
-from .conftest import ROOT, run_gpurepro, run_snakemake
+from .conftest import ROOT, import_installable, run_gpurepro, run_snakemake
 
 FAST = ["--idle-seconds", "0.2", "--energy-window-s", "0.2", "--cooldown-max-wait-s", "0", "--rate-hz", "100"]
 ALLOWED = sorted(os.sched_getaffinity(0))
@@ -312,7 +312,7 @@ def test_torch_threads_hold_unpinned_and_in_the_processes_the_job_starts(
     """A placed job that keeps the host (Snakemake set 16 threads) measures with the one-GPU plan's
     --torch-threads where it cannot be pinned too, and so do the workers it starts (HFTA's concurrent and
     MPS processes take their threads from the environment)."""
-    torch = pytest.importorskip("torch")
+    torch = import_installable("torch")
     for var in host.THREAD_COUNT_VARS:
         monkeypatch.setenv(var, "16")
     monkeypatch.setattr(host, "_LAST", None)

@@ -15,7 +15,7 @@ import pytest
 from gpurepro.placement import groups, host_share, packing
 from gpurepro.placement.groups import EXTRA_ROUND, Slot
 
-from .conftest import copy_workflow, run_snakemake
+from .conftest import copy_workflow, import_installable, run_snakemake
 
 # the resources of a job on GPU 0 of a one-GPU plan (Snakemake's tmpdir is the system's, as $TMPDIR says)
 ON_GPU_0 = {"tmpdir": tempfile.gettempdir(), "gpu_0": "1", "gpu": "1"}
@@ -369,6 +369,7 @@ def test_the_gpus_work_is_packed_within_the_targets(plans: dict[str, str]) -> No
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,  # only the wall-time assertion below is expected to fail, not an error
     reason="host-paced points keep the host to themselves (config host_to_itself: on four H200s eager "
     "DeiT-B batch 1 read 1.66x slower beside busy neighbours, serial HFTA 0.91x; benchmarks/isolation.py, "
     "docs/runtime.md), 4 h 05 min of the full H100 plan with nothing beside them; with host_to_itself=[] "
@@ -451,7 +452,7 @@ def _group_jobs(planned: str) -> dict[str, list[tuple[str, dict[str, str]]]]:
 def test_on_a_cluster_each_claim_group_and_round_is_one_group_job(tmp_path: Path) -> None:
     """The slurm profile's plan: every placed job in the group job of its slot, one per slot, which the
     estimate counts as one SLURM job; DDP asks for its GPUs on one node. A local plan has no group."""
-    pytest.importorskip("snakemake_executor_plugin_slurm")
+    import_installable("snakemake_executor_plugin_slurm")
     copy = copy_workflow(tmp_path)
     argv = ("-n", "--config", "device=h100", "quick=true")
     cluster = run_snakemake("--profile", "profiles/slurm", *argv, cwd=copy)

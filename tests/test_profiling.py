@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from gpurepro.errors import GpureproError, ResultExistsError
 from gpurepro.profiling import dcgm, nsys
 from gpurepro.profiling.dcgm import bindings, dmon, dmon_parser
 
-from .conftest import run_snakemake
+from .conftest import hidden_modules_env, path_without, run_snakemake
 
 ALL_IDS = "1002,1003,1004,1005,1009,1010,252"
 
@@ -240,11 +239,11 @@ def test_monitor_refuses_to_overwrite(fake_dcgmi: Path, tmp_path: Path) -> None:
 
 
 def test_monitor_without_dcgm_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # no dcgmi
+    # DCGM hidden, whether this machine has it or not: no dcgmi on PATH, no bindings where DCGM puts them,
+    # and DcgmReader unimportable from anywhere else
+    monkeypatch.setenv("PATH", path_without(["dcgmi"], tmp_path / "bin"))
     monkeypatch.setattr(bindings, "BINDINGS_DIRS", (tmp_path / "no-dcgm",))
-    monkeypatch.delitem(sys.modules, "DcgmReader", raising=False)
-    if _bindings_importable():
-        pytest.skip("DCGM's Python bindings are importable here")
+    monkeypatch.setitem(sys.modules, "DcgmReader", None)
     out = tmp_path / "run.dcgm.csv"
     with dcgm.dcgm_monitor([0], out) as status:
         assert not status.available
@@ -254,14 +253,6 @@ def test_monitor_without_dcgm_writes_nothing(tmp_path: Path, monkeypatch: pytest
         assert not status.available and "no GPU" in status.reason
     assert not dcgm.dcgm_status().available
     assert list(tmp_path.glob("run*")) == []
-
-
-def _bindings_importable() -> bool:
-    try:
-        __import__("DcgmReader")
-    except ImportError:
-        return False
-    return True
 
 
 def test_measurement_records_dcgm_beside_the_trace(fake_dcgmi: Path, tmp_path: Path) -> None:
@@ -399,11 +390,16 @@ def test_nsys_profile_writes_report_and_kernel_summary(
     assert not any(p.name.startswith(("other", ".other")) for p in stem.parent.iterdir())
 
 
+def _without_tools(tmp_path: Path) -> dict[str, str]:
+    """The environment with Nsight Systems and DCGM hidden, installed here or not: neither nsys nor dcgmi
+    on PATH, and DCGM's Python bindings unimportable, from its install folders too."""
+    env = {**os.environ, "PATH": path_without(["nsys", "dcgmi"], tmp_path / "bin")}
+    return hidden_modules_env(["DcgmReader"], tmp_path / "site", env)
+
+
 def _run_without_tools(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`gpurepro ...` with a PATH that has neither nsys nor dcgmi."""
-    empty = tmp_path / "empty-bin"
-    empty.mkdir(exist_ok=True)
-    env = {**os.environ, "PATH": str(empty)}
+    """`gpurepro ...` without nsys and DCGM (_without_tools)."""
+    env = _without_tools(tmp_path)
     return subprocess.run(
         [sys.executable, "-m", "gpurepro", *args], capture_output=True, text=True, env=env, timeout=120
     )
@@ -423,8 +419,6 @@ def test_profile_nsys_without_nsys_says_so_and_writes_nothing(tmp_path: Path) ->
 
 
 def test_profile_dcgm_without_dcgm_says_so_and_writes_nothing(tmp_path: Path) -> None:
-    if any(folder.is_dir() for folder in bindings.BINDINGS_DIRS) or _bindings_importable():
-        pytest.skip("DCGM's Python bindings are installed here")
     out = tmp_path / "d.csv"
     result = _run_without_tools(
         tmp_path, "profile", "dcgm", "--gpus", "0", "--seconds", "1", "--out", str(out)
@@ -437,9 +431,12 @@ def test_profile_dcgm_without_dcgm_says_so_and_writes_nothing(tmp_path: Path) ->
     assert not out.exists()
 
 
-@pytest.mark.skipif(shutil.which("nsys") is not None, reason="nsys is installed here")
-def test_workflow_profile_nsys_without_nsys(workflow_copy: Path) -> None:
-    result = run_snakemake("-n", "profile_nsys", "--config", "device=h100", cwd=workflow_copy)
+def test_workflow_profile_nsys_without_nsys(
+    workflow_copy: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    hidden = path_without(["nsys"], tmp_path_factory.mktemp("bin"))  # hidden where it is installed
+    env = {**os.environ, "PATH": hidden}
+    result = run_snakemake("-n", "profile_nsys", "--config", "device=h100", cwd=workflow_copy, env=env)
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert (
@@ -448,6 +445,6 @@ def test_workflow_profile_nsys_without_nsys(workflow_copy: Path) -> None:
     )
     assert not (workflow_copy / "results").exists()
     # Everything else still plans without nsys, and the traces are not part of `all`.
-    default = run_snakemake("-n", "--config", "device=h100", cwd=workflow_copy)
+    default = run_snakemake("-n", "--config", "device=h100", cwd=workflow_copy, env=env)
     assert default.returncode == 0, default.stderr
     assert "sgemm_run" in default.stdout and "profile_nsys_run" not in default.stdout

@@ -19,7 +19,7 @@ from gpurepro.runplan import durations, estimate, schedule
 from gpurepro.runplan.jobs import PlannedJob
 from gpurepro.telemetry.cooldown import SETTLE_S
 
-ROOT = Path(__file__).resolve().parents[1]
+from .conftest import ROOT, import_installable
 
 
 def _settings(quick: bool = True, fork_server: bool = True) -> durations.RunSettings:
@@ -317,7 +317,7 @@ def test_the_cluster_estimate_says_it_is_a_wall_time_for_the_jobs_at_once() -> N
 
 def test_the_slurm_profiles_plan_is_estimated_for_its_jobs_at_once(workflow_copy: Path) -> None:
     """The quick H100 plan on the cluster: far below the serial sum a dry-run on one core prints."""
-    pytest.importorskip("snakemake_executor_plugin_slurm")
+    import_installable("snakemake_executor_plugin_slurm")
     cluster = _dry_run(
         workflow_copy, "--profile", "profiles/slurm", "--quiet", "--config", "device=h100", "quick=true"
     )

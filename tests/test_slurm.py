@@ -4,7 +4,7 @@ local run makes; a GPU profile's job asks SLURM for its GPU model and, on a node
 fails with the project's message instead of hanging; a cancelled job loses no raw result and a rerun
 completes; a variability campaign runs one exclusive job per node, records a drained node with SLURM's
 reason, and measures only that node once it is resumed. They need the test cluster that .ci/slurm.sh
-starts (found through SLURM_CONF), and skip saying why without it."""
+starts (found through SLURM_CONF), and skip saying why without it; under CI, which starts it, they fail."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .conftest import ROOT, run_snakemake
+from .conftest import GENEROUS_SKEW_S, ROOT, import_installable, missing_service, run_snakemake
 
 pytestmark = pytest.mark.slurm
 
@@ -60,10 +60,6 @@ def cluster_unavailable() -> str | None:
         return f"no test SLURM cluster: SLURM_CONF={conf} does not exist"
     if shutil.which("scontrol") is None:
         return "no test SLURM cluster: scontrol is not installed"
-    try:
-        import snakemake_executor_plugin_slurm  # noqa: F401
-    except ImportError:
-        return "snakemake-executor-plugin-slurm is not installed"
     shown = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
     if shown.returncode != 0:
         return f"slurmctld of SLURM_CONF={conf} does not answer: {shown.stderr.strip()[-300:]}"
@@ -75,9 +71,10 @@ def cluster_unavailable() -> str | None:
 
 @pytest.fixture(scope="module", autouse=True)
 def slurm_cluster() -> None:
+    import_installable("snakemake_executor_plugin_slurm")  # pip's: never skipped under CI
     reason = cluster_unavailable()
     if reason:
-        pytest.skip(reason)
+        missing_service(reason)
 
 
 def slurm_command(workflow: Path, *args: str, settings: dict[str, object] = FAST) -> list[str]:
@@ -431,8 +428,8 @@ def test_campaign_one_job_per_node_a_drained_node_recorded_then_measured_alone(w
     assert "drain" in nodes.loc["node3", "reason"] and "fan failure" in nodes.loc["node3", "reason"]
     for node in ("node1", "node2"):
         assert nodes.loc[node, "status"] == "measured" and nodes.loc[node, "gpus_measured"] == 2
-        # the node's two stand-ins left the barrier together
-        assert 0 <= nodes.loc[node, "start_skew_s"] < 1.0
+        # the node's two stand-ins left the barrier together (a generous bound: GENEROUS_SKEW_S)
+        assert 0 <= nodes.loc[node, "start_skew_s"] < GENEROUS_SKEW_S
     raw = campaign_dir(workflow_copy) / "raw"
     assert_raw_files_whole(raw)
     kept = {path: path.stat().st_mtime_ns for path in raw.rglob("*") if path.is_file()}

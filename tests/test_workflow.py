@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .conftest import ROOT, import_installable, run_snakemake
+from .conftest import ROOT, import_installable, path_without, run_snakemake
 from .test_report_landing import made_landing_page
 
 DEVICES = ["cpu", "v100", "a100", "h100", "h200", "rtx6000", "t4"]
@@ -219,8 +219,10 @@ def test_every_gpu_profile_names_the_fused_arrays_best_b_in_its_quick_sweep(devi
     assert hfta["fused_best_b"] in hfta["quick"]["b_values"]
 
 
-def test_kernels_are_skipped_plainly_without_nvcc(workflow_copy: Path) -> None:
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # nvcc lives elsewhere (/usr/local/bin, /usr/local/cuda)
+def test_kernels_are_skipped_plainly_without_nvcc(
+    workflow_copy: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    env = {**os.environ, "PATH": path_without(["nvcc"], tmp_path_factory.mktemp("bin"))}  # hidden if here
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--config", "device=h100"],
         cwd=workflow_copy, capture_output=True, text=True, env=env, timeout=600,
