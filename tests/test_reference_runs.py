@@ -1,6 +1,7 @@
-"""The reference run shipped in reference-runs/ and the README's first screen: the archive verifies and
-compares with a run of its own as `gpurepro compare` and `snakemake compare` take it, and the README
-stays a first screen whose setup commands are the ones CI runs."""
+"""The reference runs shipped in reference-runs/ and the README's first screen: an archive verifies and
+unpacks, two of them (the same plan on one host, one GPU and then four) compare as two runs as `gpurepro
+compare` and `snakemake compare` take them, and the README stays a first screen whose setup commands are
+the ones CI runs."""
 
 from __future__ import annotations
 
@@ -14,21 +15,37 @@ import pandas as pd
 from .conftest import ROOT, run_gpurepro, run_snakemake
 
 ARCHIVE = ROOT / "reference-runs" / "h200-quick-2026-11-28.tar.gz"
+ONE_GPU = ROOT / "reference-runs" / "h200x4-pair-one-quick-2026-11-28.tar.gz"
 PLACED = ROOT / "reference-runs" / "h200x4-pair-placed-quick-2026-11-28.tar.gz"
 
 
-def test_the_reference_run_compares_with_itself_as_the_same_within_noise(tmp_path: Path) -> None:
+def test_the_reference_run_unpacks_with_its_verdict_on_an_h200(tmp_path: Path) -> None:
     with tarfile.open(ARCHIVE) as packed:
-        packed.extractall(tmp_path / "b", filter="data")
-    (unpacked,) = [p.parent for p in (tmp_path / "b").rglob("verdict.csv")]
+        packed.extractall(tmp_path, filter="data")
+    (unpacked,) = [p.parent for p in tmp_path.rglob("verdict.csv")]
     verdict = pd.read_csv(unpacked / "verdict.csv")
     assert len(verdict) == 45 and {"NVIDIA H200"} <= set(
         verdict["measured_on"].dropna().str.split(" \\(").str[0]
     )
-    result = run_gpurepro("compare", str(ARCHIVE), str(unpacked), "--out", str(tmp_path / "out"))
+
+
+def test_two_reference_runs_compare_point_by_point_as_two_runs(tmp_path: Path) -> None:
+    """The quick plan twice on one four-GPU host (reference-runs/README.md): all on GPU 0, then placed by
+    claim group. Compared, their points match; most values differ, as two runs' do (an archive set beside
+    itself reads every value equal); the setting that differs is named, and DeiT-B's processes ran on GPU
+    0 in one run and on two other cards in the other."""
+    out = tmp_path / "out"
+    result = run_gpurepro("compare", str(ONE_GPU), str(PLACED), "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
-    said = re.search(r"(\d+) same within noise(.*?); wrote", result.stdout + result.stderr)
-    assert said and int(said[1]) > 250 and said[2] == "", result.stdout + result.stderr
+    rows = pd.read_csv(out / "compare.csv")
+    said = re.search(r"(\d+) same within noise", result.stdout + result.stderr)
+    assert said and int(said[1]) == (rows["grade"] == "same within noise").sum() > 0, result.stdout
+    assert len(rows) > 300 and (rows["a_value"] != rows["b_value"]).mean() > 0.5
+    deit = rows[(rows["model"] == "deit-b") & (rows["mode"] == "eager") & (rows["metric"] == "latency")]
+    assert len(deit) == 1 and deit["processes_a"].iloc[0] == deit["processes_b"].iloc[0] == 3
+    one, placed = deit["gpu_uuids_a"].iloc[0].split(";"), deit["gpu_uuids_b"].iloc[0].split(";")
+    assert len(one) == 1 and len(placed) == 2 and one[0] not in placed
+    assert '| config placement | "one_gpu" | "claim_groups" |' in (out / "compare.md").read_text()
 
 
 def test_the_placed_run_pools_a_points_processes_across_cards_and_names_them(tmp_path: Path) -> None:

@@ -192,7 +192,10 @@ def test_node_jobs_write_each_gpus_raw_files_with_the_start_skew(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     reps = pd.read_csv(reps_out)
     assert reps.groupby(["device", "run"]).size().to_dict() == {(d, r): 5 for d in (0, 1) for r in (1, 2)}
-    assert (reps["start_skew_s"] >= 0).all() and (reps["start_skew_s"] < 1.0).all()
+    # each rep carries its run's start skew as the node's record has it (the skew itself is the host's)
+    for run, record in zip((1, 2), records, strict=True):
+        carried = reps.loc[reps["run"] == run, "start_skew_s"].tolist()
+        assert carried == pytest.approx([record["runs"][0]["start_skew_s"]] * 10) and carried[0] >= 0
     scopes = set(pd.read_csv(summary_out)["scope"])
     assert {"gpu 0", "gpu 1", "across gpus"} <= scopes
     drawn = run_gpurepro("plot", "variability", str(reps_out), "--out", str(tmp_path / "variability.png"))

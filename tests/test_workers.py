@@ -26,6 +26,8 @@ import pytest
 from gpurepro.hfta_study import launcher
 from gpurepro.hfta_study.training import TrainSettings
 
+from .conftest import cmdline_of
+
 # The command line and its subcommands: a worker that imports them went through the `gpurepro` command.
 COMMAND_LINE = ("gpurepro.cli", "gpurepro.commands")
 LOG_VARIABLE = "GPUREPRO_TEST_IMPORT_LOG"
@@ -127,7 +129,8 @@ def _tiny(steps: int) -> TrainSettings:
 
 
 def _workers() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children() if launcher.WORKER_ENTRY in p.cmdline()]
+    # cmdline_of: a child may be gone by the time its command line is read
+    return [p for p in psutil.Process().children() if launcher.WORKER_ENTRY in cmdline_of(p)]
 
 
 def test_a_worker_killed_from_outside_fails_the_point(tmp_path: Path) -> None:
