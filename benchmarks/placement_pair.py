@@ -26,9 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+from gpurepro.runs import verdict_headlines
+
 PLACEMENTS = {"one": "one_gpu", "placed": "claim_groups"}
 UNITS = {"h": 3600, "min": 60, "s": 1}
-HEADLINES = "## Per paper"
 
 
 def seconds_of(printed: str) -> float:
@@ -51,11 +52,7 @@ def compare_counts(output: str) -> dict[str, int]:
 
 def headlines(verdict_md: str) -> dict[str, str]:
     """Each paper's verdict from a verdict page's per-paper table."""
-    if HEADLINES not in verdict_md:
-        return {}
-    table = verdict_md.split(HEADLINES, 1)[1].split("\n\n")[1]
-    rows = [line.split("|")[1:3] for line in table.splitlines()[2:] if line.startswith("|")]
-    return {paper.strip(): verdict.strip().strip("*") for paper, verdict in rows}
+    return dict(verdict_headlines.headlines(verdict_md))
 
 
 def snakemake(args: argparse.Namespace, folder: str, placement: str, dry: bool) -> tuple[int, str, float]:

@@ -10,44 +10,23 @@ without a verdict (a folder of tables only) says so on its side.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
 
+from ..runs import verdict_headlines
+
 VERDICT_MD, VERDICT_CSV = "verdict.md", "verdict.csv"
-PER_PAPER = "## Per paper"
 NO_VERDICT = "(no verdict in this run)"
 ABSENT = "(absent)"
 CLAIM_COLUMNS = ["id", "paper", "claim", "grade", "status"]
 CHANGED_COLUMNS = ["id", "paper", "claim", "grade_a", "grade_b", "status_a", "status_b"]
-# A Markdown table's cell boundary: a pipe not escaped with a backslash
-CELL = re.compile(r"(?<!\\)\|")
-
-
-def _cells(line: str) -> list[str]:
-    return [cell.strip().replace("\\|", "|") for cell in CELL.split(line.strip().strip("|"))]
 
 
 def headlines(folder: Path) -> dict[str, str]:
     """Paper -> its headline, from the "Per paper" table of the run's verdict.md ({} without one)."""
     path = folder / VERDICT_MD
-    if not path.is_file():
-        return {}
-    lines = path.read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == PER_PAPER), None)
-    if start is None:
-        return {}
-    rows = []
-    for line in lines[start + 1 :]:
-        if line.startswith("#"):
-            break
-        if line.startswith("|"):
-            rows.append(_cells(line))
-    if len(rows) < 2 or not {"paper", "verdict"} <= set(rows[0]):
-        return {}
-    paper, verdict = rows[0].index("paper"), rows[0].index("verdict")
-    return {row[paper]: row[verdict].strip("*") for row in rows[2:] if len(row) > max(paper, verdict)}
+    return dict(verdict_headlines.headlines(path.read_text())) if path.is_file() else {}
 
 
 def claims(folder: Path) -> pd.DataFrame:

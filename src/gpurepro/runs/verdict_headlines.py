@@ -18,18 +18,22 @@ def _cells(row: str) -> list[str]:
 
 
 def headlines(markdown: str) -> list[tuple[str, str]]:
-    """(paper, headline) for each row of the Per paper table, in the file's order; none without one."""
+    """(paper, headline) for each row of the Per paper table, in the file's order; none without one. The
+    columns are found by their header (paper, verdict), so a column added to the table moves nothing."""
     lines = markdown.splitlines()
     if PER_PAPER not in lines:
         return []
     rows = []
     for line in lines[lines.index(PER_PAPER) + 1 :]:
-        if line.startswith("## "):
+        if line.startswith("#"):
             break
         if line.startswith("|"):
             rows.append(_cells(line))
+    if len(rows) < 2 or not {"paper", "verdict"} <= set(rows[0]):
+        return []
+    paper, verdict = rows[0].index("paper"), rows[0].index("verdict")
     # the header row and the |---| row come first
-    return [(cells[0], cells[1].strip("*")) for cells in rows[2:] if len(cells) >= 2]
+    return [(row[paper], row[verdict].strip("*")) for row in rows[2:] if len(row) > max(paper, verdict)]
 
 
 def announcement(verdict_md: Path) -> str:
