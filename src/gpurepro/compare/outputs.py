@@ -34,8 +34,8 @@ def _load(path: Path | str, scratch: Path) -> Run:
 def _write(a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path) -> tuple[list[Path], str]:
     table = match.compare(a_run, b_run)
     changed = changes.changes(a_run, b_run)
-    papers = verdicts.side_by_side(a_run.path, b_run.path)
-    words = verdicts.changed_claims(a_run.path, b_run.path)
+    judged = verdicts.Judged.of(a_run.path), verdicts.Judged.of(b_run.path)
+    papers, words = verdicts.side_by_side(*judged), verdicts.changed_claims(*judged)
     destination.claim(out, a, b)
     paths = [out / name for name in NAMES]
     md, csv, page, png = paths

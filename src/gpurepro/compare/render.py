@@ -133,7 +133,7 @@ def _verdict_lead(papers: pd.DataFrame | None, words: pd.DataFrame | None) -> tu
     """The verdict section's first sentence and the changed claims' sentence."""
     if papers is None or words is None or papers.empty:
         return "Neither run holds a verdict (verdict.md): no headline to compare.", ""
-    lead = f"{verdicts.summary(papers, words)}; the headlines as each run's verdict.md states them."
+    lead = f"{verdicts.summary(papers, words)}; both runs judged by this checkout's claims."
     claims = f"{len(words)} claims changed word." if len(words) else "No claim changed word."
     return lead, claims
 
