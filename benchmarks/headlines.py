@@ -3,9 +3,10 @@ claims and verdict, and each paper's headline printed side by side.
 
 A verdict that reads "reproduced" on one machine and "too few claims testable" on another of the same
 model has judged the host, not the paper. This re-reads runs (results folders of one device, or archives
-from `gpurepro pack`) exactly as the workflow's verdict rule does (`gpurepro verdict` over the run's
-tables and provenance), so runs made with older code are read by today's rules, and prints per paper
-each run's headline and whether they agree; the exit status is 1 where any paper's headlines differ.
+from `gpurepro pack`) as `gpurepro verdict` and `gpurepro compare` do (verdict/rejudge.py: the run's
+tables and provenance, this checkout's claims), so runs made with older code are read by today's rules,
+and prints per paper each run's headline and whether they agree; the exit status is 1 where any paper's
+headlines differ.
 
     python benchmarks/headlines.py reference-runs/*.tar.gz results/h200
 """
@@ -13,13 +14,12 @@ each run's headline and whether they agree; the exit status is 1 where any paper
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from gpurepro.compare.pack import is_archive, unpack
-from gpurepro.runs.verdict_headlines import headlines
+from gpurepro.verdict.rejudge import judge_run, papers_of
 
 
 def run_folder(path: Path, scratch: Path) -> Path:
@@ -27,17 +27,9 @@ def run_folder(path: Path, scratch: Path) -> Path:
     return unpack(path, scratch / path.name.removesuffix(".tar.gz")) if is_archive(path) else path
 
 
-def judged_again(folder: Path, out: Path) -> dict[str, str]:
-    """Paper -> headline, from `gpurepro verdict` over the run's tables with this checkout's claims."""
-    tables = sorted((folder / "tables").glob("*.csv"))
-    command = [
-        sys.executable, "-m", "gpurepro", "verdict", "--profile", folder.name, "--results", str(folder),
-        "--tables", *map(str, tables), "--md", str(out),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{folder}: gpurepro verdict failed:\n{done.stderr[-2000:]}")
-    return dict(headlines(out.read_text()))
+def judged_again(folder: Path) -> dict[str, str]:
+    """Paper -> headline, the run's tables judged by this checkout's claims."""
+    return papers_of(judge_run(folder))
 
 
 def main() -> int:
@@ -46,9 +38,9 @@ def main() -> int:
     args = parser.parse_args()
     read: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="gpurepro-headlines-") as scratch:
-        for number, path in enumerate(args.runs):
+        for path in args.runs:
             folder = run_folder(path, Path(scratch))
-            read[str(path)] = judged_again(folder, Path(scratch) / f"verdict{number}.md")
+            read[str(path)] = judged_again(folder)
     papers = list(dict.fromkeys(paper for found in read.values() for paper in found))
     differing = 0
     for paper in papers:
