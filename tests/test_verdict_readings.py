@@ -21,7 +21,7 @@ from gpurepro.verdict import render
 from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
-from gpurepro.verdict.measured import how_measured
+from gpurepro.verdict.measured import FULL_PLAN, QUICK_PLAN, how_measured
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import (
     DIRECTION_ABOVE_RANGE,
@@ -33,6 +33,7 @@ from gpurepro.verdict.statuses import (
     HELD,
     NOT_TESTABLE,
     PARTLY,
+    UNMEASURED,
     UNRESOLVED,
     UNTESTABLE,
     WITHIN,
@@ -187,8 +188,17 @@ def test_a_plateau_needs_three_sizes_and_a_ratio_to_the_best_has_no_upper_end() 
     shipped = {c.id: c for c in load_claims([ROOT / "config" / "expected"], SCHEMA, HARDWARE, POINTS)}
     plateau = shipped["seed-n25536-on-plateau"]
     assert plateau.accepted_range()[1] == float("inf")
-    two = evaluate([plateau], _sweep({8192: (0.98, 0.97, 0.99), 25536: (1.0, 1.0, 1.0)}), HARDWARE)[0]
+    narrow = _sweep({8192: (0.98, 0.97, 0.99), 25536: (1.0, 1.0, 1.0)})
+    two = evaluate([plateau], narrow, HARDWARE)[0]
     assert two.result == NOT_TESTABLE and "this run swept 2 (8192, 25536)" in two.detail
+    # the quick plan's two sizes, not the GPU, left it untested: not measured, saying so
+    (quick,) = evaluate([plateau], narrow, HARDWARE, plan=QUICK_PLAN)
+    assert quick.status == "not measured (quick plan)" and quick.grade == UNMEASURED
+    assert quick.detail == (
+        "a plateau needs at least 3 values of n swept, this run swept 2 (8192, 25536); "
+        "the full plan sweeps the profile's sizes"
+    )
+    assert evaluate([plateau], narrow, HARDWARE, plan=FULL_PLAN)[0].result == NOT_TESTABLE
     nan = float("nan")
     three = {8192: (0.98, 0.97, 0.99), 16384: (0.995, 0.99, 1.0), 25536: (1.0, nan, nan)}
     assert evaluate([plateau], _sweep(three), HARDWARE)[0].result == WITHIN

@@ -120,9 +120,10 @@ def run(args: argparse.Namespace) -> int:
         title = args.profile
         tables = {path.stem: read_table("--tables", path) for path in args.tables}
         plots = linked(args.plots)
-        outcomes = evaluate(claims, tables, hardware, args.gpus, plots, _table_rules(args.table_rules))
-        outcomes = sides.described(outcomes, tables, args.results)
         measured = how_measured(args.results)
+        rules = _table_rules(args.table_rules)
+        outcomes = evaluate(claims, tables, hardware, args.gpus, plots, rules, measured.plan)
+        outcomes = sides.described(outcomes, tables, args.results)
     else:
         if args.tables or args.gpus is not None:
             raise GpureproError(

@@ -29,9 +29,10 @@ How a claim is judged depends on its kind and on the GPU:
   same speedup over the baseline's graphed step.
 Any range that cannot fail (ranges.py) is "not testable here", never held; so is a bound over a
 population on fewer GPUs than it needs (needs.population) and a place in a sweep the run did not sweep
-widely enough (needs.sweep). Any claim is "not measured" when its value cannot be read here, and the
-detail says why (reading.py). Every outcome carries the processes behind each side of its value, so an
-inconclusive one says at how many it stands.
+widely enough (needs.sweep), unless the quick plan's sizes left it so: then it is "not measured (quick
+plan)", since the plan, not the GPU, left it untested. Any claim is "not measured" when its value cannot
+be read here, and the detail says why (reading.py). Every outcome carries the processes behind each side
+of its value, so an inconclusive one says at how many it stands.
 
 Here the claim is taken through those cases; how values read against a range, a direction or an order is
 judging.py's, the words of the results statuses.py's, and the outcome's wording outcome.py's.
@@ -51,6 +52,7 @@ from .claims import INFORMATIONAL, RELATIVE, Claim, Selection
 from .claims import NOT_COMPARABLE as NOT_COMPARABLE_READING
 from .here import Here
 from .judging import combined_interval, judge_values, order_step
+from .measured import QUICK_PLAN
 from .outcome import Outcome
 from .ranges import accepted_range, number
 from .reading import NotMeasured, Values, read, swept
@@ -60,6 +62,7 @@ from .statuses import (
     EXACT,
     NOT_COMPARABLE,
     NOT_MEASURED,
+    NOT_MEASURED_QUICK,
     NOT_RESOLVED,
     NOT_TESTABLE,
     OFF_PAPER,
@@ -78,13 +81,15 @@ def evaluate(
     gpu_count: int | None = None,
     plots: dict[str, str] | None = None,
     rules: dict[str, str] | None = None,
+    plan: str = "",
 ) -> list[Outcome]:
     """The outcome of each claim, in the order given, for a run whose tables (by name: tables/<name>.csv)
     and plots (by name: plots/<name>.png -> the path to link) are given. `gpu_count`: GPUs the run had
-    (default: those its tables name); `rules`: the rule that writes each table, for not-measured hints."""
+    (default: those its tables name); `rules`: the rule that writes each table, for not-measured hints;
+    `plan`: the run's plan as its provenance records it (measured.HowMeasured.plan; '' unknown)."""
     here = Here.of(tables, gpu_count)
     by_id = {claim.id: claim for claim in claims}
-    judge = _Judge(here, tables, rules or {}, matching(hardware, here.gpu_names), by_id)
+    judge = _Judge(here, tables, rules or {}, matching(hardware, here.gpu_names), by_id, plan)
     return [judge.outcome(claim, hardware, plots or {}) for claim in claims]
 
 
@@ -95,6 +100,7 @@ class _Judge:
     rules: dict[str, str]
     here_gpu: Gpu | None  # this GPU's hardware entry (its datasheet), matched by NVML name
     claims: dict[str, Claim]  # every claim judged, by id: a claim read through another finds it
+    plan: str = ""  # the run's plan: QUICK_PLAN where every raw file was measured by the quick plan
 
     def outcome(self, claim: Claim, hardware: dict[str, Gpu], plots: dict[str, str]) -> Outcome:
         paper = tuple(hardware[gpu] for gpu in claim.gpus)
@@ -107,7 +113,10 @@ class _Judge:
         why_not = self._unmeasurable(claim)
         if why_not:
             return result(NOT_MEASURED, why_not)
-        untestable = self._untestable(claim)
+        unswept = self._unswept(claim)
+        if unswept and self.plan == QUICK_PLAN:  # the plan's sizes left it untested, not the GPU
+            return result(NOT_MEASURED_QUICK, f"{unswept}; the full plan sweeps the profile's sizes")
+        untestable = self._untestable(claim) or (f"cannot judge: {unswept}" if unswept else "")
         if untestable:
             return result(NOT_TESTABLE, untestable, RELATIVE if claim.kind == RELATIVE else EXACT)
         moving = claim.protocol.moving if claim.protocol is not None else ()
@@ -198,18 +207,23 @@ class _Judge:
 
     def _untestable(self, claim: Claim) -> str:
         """Why the run cannot test the claim though it measured: a population it does not hold (a
-        cluster's tail, a cluster's variation), or a sweep too narrow to show a plateau."""
+        cluster's tail, a cluster's variation)."""
         population = claim.needs_population
         if population is not None and self.here.gpu_count < population.gpus:
             return f"needs {population.gpus} GPUs of one model, {self.here.gpu_count} here ({population.why})"
+        return ""
+
+    def _unswept(self, claim: Claim) -> str:
+        """Why the run's sweep is too narrow to place the claim's point in it (a plateau needs sizes
+        around N), or '' where it is wide enough or the claim needs no sweep."""
         sweep = claim.needs_sweep
         if sweep is not None and claim.measure.table in self.tables:  # else: not measured, saying why
             values = swept(claim.measure, sweep.column, self.tables)
             if len(values) < sweep.at_least:
                 shown = ", ".join(f"{v:g}" if isinstance(v, float | int) else str(v) for v in values)
                 return (
-                    f"cannot judge: a plateau needs at least {sweep.at_least} values of {sweep.column} "
-                    f"swept, this run swept {len(values)} ({shown or 'none'})"
+                    f"a plateau needs at least {sweep.at_least} values of {sweep.column} swept, this run "
+                    f"swept {len(values)} ({shown or 'none'})"
                 )
         return ""
 

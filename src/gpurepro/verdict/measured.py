@@ -18,11 +18,12 @@ import yaml
 SIDECARS = "*/raw/**/*.provenance.json"
 TRACE_SIDECAR = ".telemetry.provenance.json"
 LISTED_GPUS = 8  # GPUs named one by one in the head; more (a campaign's cluster) are counted by name
+QUICK_PLAN, FULL_PLAN = "quick", "full"  # a run's plan, as its resolved config says (config key quick)
 
 
 @dataclass(frozen=True)
 class HowMeasured:
-    plan: str = ""  # "quick", "full", or each with its raw files where a folder holds both; "" unknown
+    plan: str = ""  # QUICK_PLAN, FULL_PLAN, or each with its raw files where a folder holds both; "" unknown
     commits: tuple[str, ...] = ()  # "<commit> (dirty)" or "<commit>", each once
     torch: tuple[str, ...] = ()
     cuda: tuple[str, ...] = ()  # the CUDA torch was built with
@@ -43,7 +44,9 @@ class HowMeasured:
         studies = ", ".join(f"{study} {count}" for study, count in sorted(self.processes.items()))
         return [
             f"Plan: {self.plan or 'not recorded'}"
-            + (" (quick: fewer sizes, reps and processes; see the README)" if self.plan == "quick" else ""),
+            + (
+                " (quick: fewer sizes, reps and processes; see the README)" if self.plan == QUICK_PLAN else ""
+            ),
             f"Commit: {listed(self.commits)}",
             f"torch {listed(self.torch)}, CUDA {listed(self.cuda)}, driver {listed(self.drivers)}",
             f"Measured {self.first or '?'} to {self.last or '?'} (UTC)",
@@ -83,7 +86,7 @@ def plan_of(results: Path, config_hash: str | None) -> str:
     if not path.is_file():
         return ""
     config = yaml.safe_load(path.read_text()) or {}
-    return "quick" if config.get("quick") else "full"
+    return QUICK_PLAN if config.get("quick") else FULL_PLAN
 
 
 def _plans(results: Path, hashes: list[str | None]) -> str:

@@ -37,6 +37,8 @@ NOT_TESTABLE = "not testable here"
 NOT_COMPARABLE = "not comparable"
 SHOWN = "informational"
 NOT_MEASURED = "not measured"
+# a claim the quick plan left untested (too few sizes swept): the plan's doing, not the GPU's
+NOT_MEASURED_QUICK = "not measured (quick plan)"
 
 # The results above a range the paper states: the paper's headline line counts them.
 ABOVE_RESULTS = (DIRECTION_ABOVE_RANGE, ABOVE_RANGE)
@@ -70,6 +72,7 @@ GRADE_OF = {
     NOT_COMPARABLE: UNTESTABLE,
     SHOWN: INFO,
     NOT_MEASURED: UNMEASURED,
+    NOT_MEASURED_QUICK: UNMEASURED,
 }
 
 # What a judgement rests on, beside a relative claim's own kind (claims.RELATIVE): the paper's GPU, a
