@@ -6,12 +6,24 @@
 #
 # Rules stay thin: each calls one `gpurepro` subcommand; the logic lives in src/gpurepro.
 
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
 configfile: "config/config.yaml"
+
+
+# A results_dir that names a file (results_dir=README.md) stops here in one line, before a rule reads it
+# as a folder and Python's NotADirectoryError ends the run.
+if Path(str(config.get("results_dir", ""))).is_file():
+    sys.exit(
+        f"results_dir={config['results_dir']}: that is a file, not a folder; name a folder (it is made "
+        "where absent), e.g. --config results_dir=results-run2"
+    )
 
 
 include: "workflow/rules/common.smk"

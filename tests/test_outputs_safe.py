@@ -181,3 +181,10 @@ def test_a_run_that_would_read_a_damaged_raw_file_stops_before_any_job(workflow_
     (kept,) = (workflow_copy / "results" / "replaced" / "cpu").iterdir()
     assert (kept / "sgemm" / "raw" / "torch_n256.csv").read_bytes() == DAMAGE["truncated"][0]
     assert results.raw_problem(raw) is None
+
+
+def test_a_results_dir_that_names_a_file_stops_in_one_line(workflow_copy: Path) -> None:
+    done = run_snakemake("-n", "--cores", "1", "--config", "results_dir=README.md", cwd=workflow_copy)
+    assert done.returncode != 0
+    assert "results_dir=README.md: that is a file, not a folder" in done.stderr
+    assert "Traceback" not in done.stderr and "NotADirectoryError" not in done.stderr
