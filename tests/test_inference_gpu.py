@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from gpurepro.inference import measure, models, modes
+from gpurepro.inference import models, modes
 from gpurepro.precision import AUTOCAST
 
 from .conftest import needs_gpu, run_gpurepro
@@ -76,23 +76,28 @@ def test_cuda_graph_casts_weights_once_before_capture_and_keeps_them() -> None:
         graph()
 
 
-def test_the_eager_region_takes_the_weight_casts_out_of_latency() -> None:
-    """DeiT-B at batch 1 under fp16: one region with its cast cache (the artifact's way) against a region
-    per call with the cache off (every weight cast on every inference)."""
+def test_the_eager_region_casts_each_weight_once_not_per_inference() -> None:
+    """DeiT-B at batch 1 under fp16: one region with its cast cache (the artifact's way) casts no weight
+    once warm, while a region per call with the cache off casts every matmul weight on every inference.
+    Counted, not timed: which of two host-paced latencies is lower moves with the host's pace (this test
+    once compared their medians and failed on one H200 machine of two)."""
     model = models.build_vit("deit-b", 1, "cuda:0")
-    sync = measure.synchronizer(model.example.device)
     cached = modes.build_runner(model.forward, model.example, "eager", "fp16")
     per_call = modes.with_precision(model.forward, "fp16", "cuda")
+    parameters = list(model.forward.parameters())
+    linears = sum(isinstance(m, torch.nn.Linear) for m in model.forward.modules())
 
     def uncached() -> torch.Tensor:
         with torch.no_grad():
             return per_call(model.example)
 
     with cached.region():
-        blocks, _ = measure.time_blocked(cached, sync, min_run_time=1.0)
-    baseline, _ = measure.time_blocked(uncached, sync, min_run_time=1.0)
+        cached()
+        warm = weight_casts(parameters, cached)
+    every_call = weight_casts(parameters, uncached)
     assert torch.equal(cached(), uncached())
-    assert blocks["ms"].median() < baseline["ms"].median()
+    assert warm == 0
+    assert every_call >= linears > 40  # DeiT-B: 12 blocks of 4 linear layers and the head
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
