@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from gpurepro import results
 from gpurepro.errors import RawFileError, ResultExistsError
 from gpurepro.runplan import damaged
 
 from .conftest import ROOT, run_gpurepro, run_snakemake
+from .test_raw_immutable import fast_sgemm
 
 REFERENCE_RUN = ROOT / "reference-runs" / "h200-quick-2026-11-28.tar.gz"
 
@@ -153,13 +153,7 @@ def _json_error(path: Path) -> str:
 def test_a_run_that_would_read_a_damaged_raw_file_stops_before_any_job(workflow_copy: Path) -> None:
     """Snakemake deletes a job's outputs before running it: the run must stop before the table step, so
     the last good table stays; `--forcerun` of the file measures it again and keeps the damaged one."""
-    fast = workflow_copy / "fast.yaml"
-    fast.write_text(
-        yaml.safe_dump(
-            {"telemetry": {"idle_seconds": 0.5, "min_energy_window_s": 0.5, "cooldown_max_wait_s": 0}}
-        )
-    )
-    args = ["sgemm", "--cores", "2", "--configfile", str(fast)]
+    args = fast_sgemm(workflow_copy)
     first = run_snakemake(*args, cwd=workflow_copy)
     assert first.returncode == 0, first.stderr[-4000:]
     device = workflow_copy / "results" / "cpu"

@@ -114,16 +114,22 @@ def test_set_aside_moves_requested_files_out_of_the_device_folder(tmp_path: Path
     assert replacements.set_aside(refused, device) is None
 
 
-@pytest.mark.pipeline
-def test_a_quick_run_after_a_full_one_keeps_every_raw_file(workflow_copy: Path) -> None:
-    """The issue's case: `snakemake sgemm`, then `snakemake sgemm --config quick=true`."""
+def fast_sgemm(workflow_copy: Path) -> list[str]:
+    """Snakemake's arguments for the SGEMM study on the cpu profile with the waits cut short (a config
+    file in the copy): the pipeline tests' smallest real run."""
     fast = workflow_copy / "fast.yaml"
     fast.write_text(
         yaml.safe_dump(
             {"telemetry": {"idle_seconds": 0.5, "min_energy_window_s": 0.5, "cooldown_max_wait_s": 0}}
         )
     )
-    args = ["sgemm", "--cores", "2", "--configfile", str(fast)]
+    return ["sgemm", "--cores", "2", "--configfile", str(fast)]
+
+
+@pytest.mark.pipeline
+def test_a_quick_run_after_a_full_one_keeps_every_raw_file(workflow_copy: Path) -> None:
+    """The issue's case: `snakemake sgemm`, then `snakemake sgemm --config quick=true`."""
+    args = fast_sgemm(workflow_copy)
     first = run_snakemake(*args, cwd=workflow_copy)
     assert first.returncode == 0, first.stderr[-4000:]
     raw = workflow_copy / "results" / "cpu" / "sgemm" / "raw"
