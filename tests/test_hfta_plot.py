@@ -19,6 +19,8 @@ from gpurepro import cli
 from gpurepro.hfta_study import plot as hfta_plot
 from gpurepro.hfta_study import summary
 from gpurepro.plotting import NOTE_PT
+from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.published import study_claims
 
 H100 = "NVIDIA H100 80GB HBM3"
 # samples/s per process, as an H100 measures ResNet-18 at batch 128 in AMP: serial one model at a time
@@ -138,16 +140,30 @@ def test_a_quick_run_shows_the_speedups_with_intervals_against_the_papers_range(
     serial, mps = _markers(speedups)["o"], _markers(speedups)["D"]  # serial's and MPS's markers
     assert serial[1] == pytest.approx([132_250 / 11_200])  # fused median over serial median
     assert mps[1] == pytest.approx([132_250 / 62_250])
-    # each speedup's interval is the speedup table's: across the processes of both sides
+    # each point a claim reads is drawn as the verdict judged it: its bar the interval the verdict read it
+    # by (at least the spread between machines it spans), its box the range the verdict accepted
     wanted = summary.speedups(table[table["metric"] == "throughput"])
+    claims, hardware = study_claims("hfta")
+    outcomes = {
+        o.claim.measure.where.get("baseline"): o for o in evaluate(claims, {"hfta_speedup": wanted}, hardware)
+    }
+    bars, boxes = _bars(speedups), _boxes(speedups)
+    for baseline in ("serial", "mps"):
+        judged = outcomes[baseline]
+        assert judged.intervals[0] in [pytest.approx(bar) for bar in bars]
+        assert judged.shown_range in [pytest.approx(box) for box in boxes]
+    # the paper's 1.25-4.72x and 2.42-11.50x, each end widened by the claims' +-10%
+    assert [pytest.approx(box, rel=1e-3) for box in sorted(boxes)] == [(1.25 / 1.1, 4.72 * 1.1), (2.2, 12.65)]
     over = wanted[(wanted["metric"] == "speedup") & (wanted["baseline"] == "serial")].set_index("statistic")
     low, high = over.loc["max_ci_low", "value"], over.loc["max_ci_high", "value"]
-    assert low < serial[1][0] < high
-    assert (low, high) in [pytest.approx(bar) for bar in _bars(speedups)]
-    assert sorted(_boxes(speedups)) == [(1.25, 4.72), (2.42, 11.50)]  # the claims file's ranges
-    # each range is stated across the paper's models and GPUs: its lower end, which one workload here is
-    # held to, is drawn as a line at the box's foot
-    assert sorted(_held_ends(speedups)) == pytest.approx([1.25, 2.42])
+    # the verdict's interval spans the spread between machines: wider than the processes' own
+    assert outcomes["serial"].intervals[0][0] < low < serial[1][0] < high < outcomes["serial"].intervals[0][1]
+    # each range is stated across the paper's models and GPUs: its lower end with the tolerance, which one
+    # workload here is held to, is drawn as a line at the box's foot
+    assert sorted(_held_ends(speedups)) == pytest.approx(
+        [outcomes["mps"].accepted[0], outcomes["serial"].accepted[0]]
+    )
+    assert "The verdict on these tables: over serial: direction holds" in _notes(fig)
     assert speedups.get_yscale() == "log"
     assert "speedups with no interval" not in _notes(fig)
     said = {t.get_text() for t in speedups.texts}
@@ -165,7 +181,9 @@ def test_a_quick_runs_legend_draws_no_line_for_a_mode_of_one_point() -> None:
     assert {"serial", "mps", "hfta"} <= set(handles)
     assert all(handles[mode].get_linestyle() == "None" for mode in ("serial", "mps", "hfta"))
     assert not any("step" in label for label in handles)  # one step: no line style to tell apart
-    assert any(label.startswith("paper's range") for label in handles)
+    assert any(
+        label.replace("\n", " ").startswith("accepted as judged here: the paper's range") for label in handles
+    )
     curves = _panel(fig, "resnet18, batch 128 per model, fp16")
     assert curves.get_ylabel() == "throughput (samples/s)"  # fp16 only: nothing to normalise by
     assert hfta_plot.UNNORMALISED in fig._suptitle.get_text().replace("\n", " ")
@@ -174,11 +192,18 @@ def test_a_quick_runs_legend_draws_no_line_for_a_mode_of_one_point() -> None:
     assert any(low < 131_000 and high > 133_500 for low, high in _bars(curves))  # across processes
 
 
-def test_a_side_from_one_process_has_no_interval_and_the_figure_says_so() -> None:
+def test_a_side_from_one_process_is_drawn_with_the_interval_the_verdict_gave_it() -> None:
+    """The speedup table has no interval for a side from one process; the verdict reads that side with
+    the spread between processes it spans, and the figure draws that interval, not none."""
     table = quick_h100_table()
     table = table[~((table["mode"] == "mps") & (table["run"] == 2))]
     fig = hfta_plot.plot(table)
-    assert "speedups with no interval (a side ran in one process): fp16 resnet18 over mps" in _notes(fig)
+    assert "speedups with no interval" not in _notes(fig)
+    claims, hardware = study_claims("hfta")
+    wanted = summary.speedups(table[table["metric"] == "throughput"])
+    (mps,) = [o for o in evaluate(claims, {"hfta_speedup": wanted}, hardware) if o.claim.id.endswith("mps")]
+    speedups = _panel(fig, "fused array's speedup over each baseline\nfp16, stock steps")
+    assert mps.processes == (2, 1) and mps.intervals[0] in [pytest.approx(bar) for bar in _bars(speedups)]
 
 
 def test_a_full_run_has_a_row_per_precision_curves_per_workload_and_steps_in_the_legend() -> None:

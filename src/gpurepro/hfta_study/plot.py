@@ -2,10 +2,12 @@
 
 First, the fused array's speedups (tables/hfta_speedup.csv, statistic `max`: its peak throughput over B
 against each baseline's own peak) over serial, concurrent and MPS training, per workload, each with its
-95% interval across processes, beside the paper's range for that baseline (config/expected/hfta.yaml,
-read through the claim loader: the numbers the verdict reads) as a box behind the point: the comparison
-the verdict makes, drawn in quick runs too, where the curves are single points. Stock steps on both sides,
-as the paper compared them; graphed and compiled speedups are in the table.
+95% interval across processes; where a claim (config/expected/hfta.yaml) reads the point, its bar is the
+interval the verdict judged it by (at least the spread between machines it spans) and a box behind it the
+range the verdict accepted (the paper's range with its tolerance), both from the verdict's own judge on
+these tables (verdict.published.judged): the comparison the verdict makes, drawn in quick runs too, where
+the curves are single points. Stock steps on both sides, as the paper compared them; graphed and compiled
+speedups are in the table.
 
 Then, as HFTA's figures, one panel per workload: throughput normalised over stock serial fp32 against B,
 one colour and marker per mode and one line style per step (stock, graphed, compiled), each point the
@@ -38,7 +40,7 @@ from ..plotting import (
     yerr,
 )
 from ..process_stats import across_processes
-from ..verdict.published import study_claims
+from ..verdict.published import judged
 from . import MODES, PRECISIONS, STEP_STOCK, WORKLOADS
 from .summary import BASELINES, speedups, step_order
 
@@ -56,41 +58,42 @@ COLOURS = dict(zip(MODES, sns.color_palette("colorblind", len(MODES)), strict=Tr
 MARKERS = dict(zip(MODES, ("o", "s", "D", "^"), strict=True))
 DASHES = {"stock": "", "graphed": (4, 2), "compiled": (1, 1.5)}  # seaborn's dash specs, per step
 CLAIMS = "hfta"  # config/expected/hfta.yaml
-RANGE_COLUMNS = ["baseline", "low", "high", "across", "one_sided"]
+# a claim's reading: the range it accepted (low, high), what the paper's range spans, whether one workload
+# here is held to its lower end alone, the value it read, the interval it judged that value by, its status
+RANGE_COLUMNS = ["baseline", "low", "high", "across", "one_sided", "value", "interval_low", "interval_high",
+                 "status"]  # fmt: skip
 INTERVAL = "95% interval across processes"
+JUDGED = (
+    "bars: where a claim reads the point, the interval the verdict judged it by (at least the spread between "
+    "machines it spans); elsewhere the 95% interval across processes"
+)
 # The speedup table's processes behind the fused point and the baseline's, written beside each speedup.
 PROCESSES = ["processes", "baseline_processes"]
 COUNTS = "a speedup's (n:m): the processes behind the fused array's point and the baseline's"
 
 
-def paper_ranges() -> pd.DataFrame:
-    """The paper's speedup range over each baseline (RANGE_COLUMNS), from the claims the verdict reads:
-    the stock-over-stock peak speedup (the paper's comparison) with a published low and high. `across`:
-    what the range spans (the paper's models and GPUs); `one_sided`: whether one workload here is held to
-    its lower end alone, as a range stated across models and GPUs is read, the range shown beside it."""
-    claims, hardware = study_claims(CLAIMS)
+def judged_ranges(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Each stock-over-stock peak speedup claim (the paper's comparison) as the verdict judged it on
+    these tables (RANGE_COLUMNS): the range it accepted, as it prints it (the paper's range with its
+    tolerance, to the stated high end), and the interval it judged the value by. `across`: what the
+    paper's range spans; `one_sided`: whether one workload here is held to its lower end alone."""
     rows = []
-    for claim in claims:
-        measure, expected = claim.measure, claim.expected
+    for reading in judged(CLAIMS, {"hfta": table, "hfta_speedup": summary}):
+        measure, expected = reading.claim.measure, reading.claim.expected
         where = measure.where
-        # a range stated across models and GPUs keeps its high end apart: the verdict reads the low alone
-        high = expected.high if expected.high is not None else expected.stated_high
         if (
             measure.table != "hfta_speedup"
             or (measure.metric, measure.statistic) != ("speedup", "max")
             or where.get("step", STEP_STOCK) != STEP_STOCK
             or where.get("baseline_step", STEP_STOCK) != STEP_STOCK
-            or expected.low is None
-            or high is None
         ):
             continue
-        gpus = ", ".join(hardware[gpu].name for gpu in claim.gpus)
-        across = expected.across or f"the paper's models on {gpus}"
-        one_sided = expected.across is not None
-        rows.append(
-            {"baseline": where["baseline"], "low": expected.low, "high": high, "across": across,
-             "one_sided": one_sided}
-        )  # fmt: skip
+        rows += [
+            {"baseline": where["baseline"], "low": reading.accepted[0], "high": reading.accepted[1],
+             "across": expected.across or "the paper's models", "one_sided": expected.across is not None,
+             "value": value, "interval_low": low, "interval_high": high, "status": reading.status}
+            for value, (low, high) in zip(reading.values, reading.intervals, strict=True)
+        ]  # fmt: skip
     return pd.DataFrame(rows, columns=RANGE_COLUMNS)
 
 
@@ -124,7 +127,12 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
         these = points[points["baseline"] == baseline]
         x = np.array([workloads.index(w) for w in these["workload"]]) - width / 2 + step * (i + 0.5)
         value = these["max"].to_numpy(dtype=float)
-        low, high = these["max_ci_low"].to_numpy(dtype=float), these["max_ci_high"].to_numpy(dtype=float)
+        low = these["max_ci_low"].to_numpy(dtype=float, copy=True)
+        high = these["max_ci_high"].to_numpy(dtype=float, copy=True)
+        published = ranges[ranges["baseline"] == baseline]
+        for _, reading in published.iterrows():  # the point a claim reads: the interval it judged
+            read = np.isclose(value, reading["value"])
+            low[read], high[read] = reading["interval_low"], reading["interval_high"]
         ax.errorbar(
             x, value, yerr=yerr(value, low, high), fmt=MARKERS[baseline],
             color=COLOURS[baseline], markersize=7, capsize=4, linestyle="none", elinewidth=1.4, zorder=3,
@@ -139,9 +147,8 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
                 va="center",
                 fontsize=8,
             )
-        published = ranges[ranges["baseline"] == baseline]
         for _, band in published.iterrows():
-            for xi in x:
+            for xi in x[np.isclose(value, band["value"])]:
                 ax.fill_between(
                     [xi - step / 2, xi + step / 2], band["low"], band["high"], color=COLOURS[baseline],
                     alpha=0.18, linewidth=0, zorder=1,
@@ -205,9 +212,8 @@ def _legend(fig: Figure, points: pd.DataFrame, steps: list[str], ranges: pd.Data
         ]
     if len(ranges):
         across = "; ".join(dict.fromkeys(ranges["across"]))
-        handles.append(
-            Patch(color="0.5", alpha=0.35, label=textwrap.fill(f"paper's range across {across}", 30))
-        )
+        label = f"accepted as judged here: the paper's range across {across}, with its tolerance"
+        handles.append(Patch(color="0.5", alpha=0.35, label=textwrap.fill(label, 30)))
         if ranges["one_sided"].any():
             label = "its lower end: what one workload on this GPU is held to"
             handles.append(Line2D([], [], color="0.3", linewidth=2, label=textwrap.fill(label, 30)))
@@ -231,7 +237,7 @@ def plot(
 ) -> Figure:
     """Draw the figure from the tidy table of `gpurepro aggregate hfta` and its speedup summary
     (tables/hfta_speedup.csv; default: made from the table as the aggregation makes it). `ranges`: the
-    paper's speedup ranges to draw (default: paper_ranges(), the claims file's)."""
+    claims' readings to draw (RANGE_COLUMNS; default: judged_ranges(), the verdict's on these tables)."""
     if table.empty or "workload" not in table:
         raise ValueError("the table has no hfta rows")
     table = table.assign(panel=_panel_names(table), step=table.get("step", STEP_STOCK))  # older tables: stock
@@ -246,7 +252,7 @@ def plot(
     if points.empty:
         return nothing_ran(title, notes)
     summary = speedups(table[table["metric"] == "throughput"]) if summary is None else summary
-    ranges = paper_ranges() if ranges is None else ranges
+    ranges = judged_ranges(table, summary) if ranges is None else ranges
     speedup = _speedup_points(summary)
     ranges = ranges[ranges["baseline"].isin(speedup["baseline"])]  # a baseline not measured has no box
     precisions = _ordered(set(points["precision"]), PRECISIONS)
@@ -278,6 +284,10 @@ def plot(
                 ax.axhline(1.0, color="black", linewidth=0.6, zorder=1)
     if speedup[PROCESSES].notna().all(axis=1).any():
         notes.append(COUNTS)
+    if len(ranges):
+        said = ranges.drop_duplicates("baseline")
+        verdicts = "; ".join(f"over {r.baseline}: {r.status}" for r in said.itertuples())
+        notes.append(f"{JUDGED}. The verdict on these tables: {verdicts}")
     if no_interval:
         notes.append(f"speedups with no interval (a side ran in one process): {', '.join(no_interval)}")
     _legend(fig, points, steps, ranges)

@@ -178,6 +178,7 @@ class _Judge:
             judged,
             values=numbers,
             accepted=accepted,
+            intervals=tuple(values.intervals or ()),
             factor=factor,
             processes=values.counts,
         )

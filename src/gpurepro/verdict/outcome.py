@@ -31,6 +31,8 @@ class Outcome:
     measured_on: str = ""
     values: tuple[float, ...] = ()
     accepted: tuple[float, float] = (-math.inf, math.inf)
+    # the interval each value was judged by (widened to the levels of variation it spans); () where none
+    intervals: tuple[tuple[float, float], ...] = ()
     factor: float | None = None  # the scaling's factor, for a scaled claim
     plot: str | None = None
     # the processes behind each side of the value (each point of an ordering); None where unknown
@@ -113,12 +115,18 @@ class Outcome:
         else:
             text = self.claim.describe_expected(self.factor)
         if self.judged and not self.claim.order and GRADE_OF[self.result] not in (UNTESTABLE, INFO):
-            low, high = self.accepted
-            capped = stated_high_end(self.claim.expected, self.claim.tolerance, self.factor, self.uncertainty)
-            if capped is not None and math.isinf(high):
-                high = capped
+            low, high = self.shown_range
             text += f"; accepted {number(low)} to {number(high)}{self.claim.shown_unit}"
         return text
+
+    @property
+    def shown_range(self) -> tuple[float, float]:
+        """The accepted range as the verdict prints and the figures draw it: a range stated across the
+        paper's models and GPUs ends at its stated high end (widened as judged), where the judge reads
+        "above the paper's range"."""
+        low, high = self.accepted
+        capped = stated_high_end(self.claim.expected, self.claim.tolerance, self.factor, self.uncertainty)
+        return (low, capped) if capped is not None and math.isinf(high) else (low, high)
 
     @property
     def measured(self) -> float | None:

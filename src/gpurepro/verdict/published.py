@@ -1,13 +1,23 @@
-"""The claims a figure marks: one paper's claims file and the hardware table, through the verdict's own
-loader, so that a figure draws the very numbers (computed, scaled) the verdict judges. Kept in the verdict
-(not in plotting.py, which every figure and the comparison import) so that the verdict's modules are
-loaded only by the figures that mark claims."""
+"""The claims a figure marks, and how the verdict judged them on the figure's own tables: one paper's
+claims file and the hardware table, through the verdict's own loader and judge, so that a figure draws
+the very numbers (computed, scaled, widened) the verdict judges. Kept in the verdict (not in plotting.py,
+which every figure and the comparison import) so that the verdict's modules are loaded only by the
+figures that mark claims."""
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
 
 from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from .claims import Claim, load_claims
+from .statuses import NOT_COMPARABLE, NOT_MEASURED, NOT_MEASURED_QUICK, NOT_TESTABLE, SHOWN
+
+# Results whose reading sets no range against a value: nothing of theirs is drawn as judged.
+NO_RANGE = (NOT_TESTABLE, NOT_COMPARABLE, SHOWN, NOT_MEASURED, NOT_MEASURED_QUICK)
 
 
 def study_claims(name: str) -> tuple[list[Claim], dict[str, Gpu]]:
@@ -15,3 +25,32 @@ def study_claims(name: str) -> tuple[list[Claim], dict[str, Gpu]]:
     hardware = load_hardware()
     path = project_root() / "config" / "expected" / f"{name}.yaml"
     return load_claims([path], hardware=hardware), hardware
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One claim as the verdict judged it here: its measured values (one, or every row's for `reduce:
+    each`), the interval each was judged by (widened to the levels of variation it spans; NaN ends where
+    it has none) and the accepted range as the verdict prints it (scaled, with tolerance; a range stated
+    across the paper's models ends at its stated high end; an open end infinite)."""
+
+    claim: Claim
+    status: str
+    values: tuple[float, ...]
+    intervals: tuple[tuple[float, float], ...]
+    accepted: tuple[float, float]
+
+
+def judged(name: str, tables: dict[str, pd.DataFrame], gpu_count: int | None = None) -> list[Judged]:
+    """The claims of config/expected/<name>.yaml that the verdict read against a range on these tables:
+    not an ordering, and not one it could not measure, test or compare, or showed as information only."""
+    from .evaluate import evaluate  # the judge: loaded only by the figures that draw its readings
+
+    claims, hardware = study_claims(name)
+    drawn = []
+    for outcome in evaluate(claims, tables, hardware, gpu_count):
+        if outcome.claim.order or not outcome.values or outcome.result in NO_RANGE:
+            continue
+        intervals = outcome.intervals or ((math.nan, math.nan),) * len(outcome.values)
+        drawn.append(Judged(outcome.claim, outcome.status, outcome.values, intervals, outcome.shown_range))
+    return drawn
