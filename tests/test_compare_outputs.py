@@ -16,6 +16,7 @@ from gpurepro.compare.folders import default_out
 from gpurepro.compare.outputs import write
 from gpurepro.compare.pack import pack, sha256, unpack
 from gpurepro.errors import GpureproError
+from gpurepro.verdict.rejudge import judged
 
 from .conftest import ROOT
 from .test_compare import make_run
@@ -43,7 +44,7 @@ def test_a_changed_measurement_is_named_first_with_the_claims_it_moved(tmp_path:
     b = tmp_path / "b" / a.name
     shutil.copytree(a, b)
     _slower_than_mps(b)
-    paths, summary = write(a, b, tmp_path / "out")
+    paths, summary = write(a, b, tmp_path / "out", judged)
     page = paths[0].read_text()
     assert page.index("## Verdicts") < page.index("## Metrics") < page.index("## What changed")
     verdicts = page[page.index("## Verdicts") : page.index("## Metrics")]
@@ -64,7 +65,7 @@ def test_two_reference_runs_are_judged_by_one_set_of_claims_and_compare_the_spee
     b = REFERENCE / "h200x4-pair-one-quick-2026-11-28.tar.gz"
     drawn = [(unpack(path, tmp_path / path.name) / "verdict.md").read_text() for path in (a, b)]
     assert ("reproduced (2 of 3" in drawn[0]) != ("reproduced (2 of 3" in drawn[1])
-    paths, summary = write(a, b, tmp_path / "out")
+    paths, summary = write(a, b, tmp_path / "out", judged)
     assert summary.startswith("verdicts: 0 of 5 paper headlines changed, ")
     assert "both runs judged by this checkout's claims" in paths[0].read_text()
     table = pd.read_csv(paths[1])

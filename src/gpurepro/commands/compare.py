@@ -11,6 +11,7 @@ from ..campaign import layout
 from ..compare import campaigns
 from ..compare.folders import default_out
 from ..compare.outputs import write
+from ..verdict import rejudge
 from .options import require_paths
 
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if layout.is_campaign(args.a) or layout.is_campaign(args.b):
         paths, summary = campaigns.write_folders(args.a, args.b, out)
     else:
-        paths, summary = write(args.a, args.b, out)
+        paths, summary = write(args.a, args.b, out, rejudge.judged)
     *verdicts, counts = summary.splitlines()
     for line in verdicts:  # the verdicts' headlines first: a changed one is the news
         print(f"{args.a} -> {args.b}: {line}", file=sys.stderr)

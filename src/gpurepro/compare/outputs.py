@@ -17,13 +17,15 @@ NAMES = ("compare.md", "compare.csv", "compare.html", "compare.png")
 VERDICTS = "verdicts: "
 
 
-def write(a: Path | str, b: Path | str, out: Path | str) -> tuple[list[Path], str]:
+def write(
+    a: Path | str, b: Path | str, out: Path | str, judge: verdicts.Judge | None = None
+) -> tuple[list[Path], str]:
     """Compare run A with run B; the files written and the summary: the counts of grades, after a line
-    on the verdicts' headlines where the runs hold verdicts (the news goes first)."""
+    on the verdicts' headlines where `judge` judges both runs again (the news goes first)."""
     destination.refuse_self(a, b)
     with tempfile.TemporaryDirectory(prefix="gpurepro-compare-") as scratch:
         a_run, b_run = (_load(path, Path(scratch, side)) for side, path in (("a", a), ("b", b)))
-        return _write(a_run, b_run, a, b, Path(out))
+        return _write(a_run, b_run, a, b, Path(out), judge)
 
 
 def _load(path: Path | str, scratch: Path) -> Run:
@@ -31,10 +33,12 @@ def _load(path: Path | str, scratch: Path) -> Run:
     return load_run(unpack(Path(path), scratch) if is_archive(path) else path)
 
 
-def _write(a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path) -> tuple[list[Path], str]:
+def _write(
+    a_run: Run, b_run: Run, a: Path | str, b: Path | str, out: Path, judge: verdicts.Judge | None
+) -> tuple[list[Path], str]:
     table = match.compare(a_run, b_run)
     changed = changes.changes(a_run, b_run)
-    judged = verdicts.Judged.of(a_run.path), verdicts.Judged.of(b_run.path)
+    judged = (judge(a_run.path), judge(b_run.path)) if judge else (verdicts.NONE, verdicts.NONE)
     papers, words = verdicts.side_by_side(*judged), verdicts.changed_claims(*judged)
     destination.claim(out, a, b)
     paths = [out / name for name in NAMES]

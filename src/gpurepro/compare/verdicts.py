@@ -2,20 +2,19 @@
 
 A reviewer comparing two runs asks first whether the verdict moved, and a changed headline buried under
 four hundred metric rows is missed. Both runs' tables are judged again by this checkout's claims
-(verdict/rejudge.py), as `gpurepro verdict` would judge them today: each run's own verdict.md was drawn
-by the claims of its day, and a claim revised since would read as a change in the measurements. A row
-per claim gives its word (`grade`: held, not held, inconclusive, not testable, informational, not
-measured) and the status behind it.
+(verdict/rejudge.py, handed in by the command), as `gpurepro verdict` would judge them today: each
+run's own verdict.md was drawn by the claims of its day, and a claim revised since would read as a
+change in the measurements. A row per claim gives its word (`grade`: held, not held, inconclusive, not
+testable, informational, not measured) and the status behind it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-
-from ..verdict import rejudge, render
 
 ABSENT = "(absent)"
 CLAIM_COLUMNS = ["id", "paper", "claim", "grade", "status"]
@@ -24,16 +23,18 @@ CHANGED_COLUMNS = ["id", "paper", "claim", "grade_a", "grade_b", "status_a", "st
 
 @dataclass(frozen=True)
 class Judged:
-    """One run judged again: each paper's headline and a row per claim."""
+    """One run judged again: each paper's headline and a row per claim (CLAIM_COLUMNS). Made by the
+    verdict (verdict/rejudge.py, which `gpurepro compare` hands to outputs.write), so that the
+    comparison, which the verdict reads, never reads the verdict."""
 
     papers: dict[str, str]
     claims: pd.DataFrame
 
-    @classmethod
-    def of(cls, folder: Path) -> Judged:
-        outcomes = rejudge.judge_run(folder)
-        claims = render.frame(outcomes).astype(str).reindex(columns=CLAIM_COLUMNS, fill_value="")
-        return cls(rejudge.papers_of(outcomes), claims)
+
+# What judges a run folder again: verdict.rejudge.judged
+Judge = Callable[[Path], Judged]
+# A run not judged (compare.outputs.write given no judge): no verdict section
+NONE = Judged({}, pd.DataFrame(columns=CLAIM_COLUMNS))
 
 
 def side_by_side(a: Judged, b: Judged) -> pd.DataFrame:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..compare.verdicts import CLAIM_COLUMNS, Judged
 from ..hardware import load_hardware
 from ..profiles import project_root
-from . import sides
+from . import render, sides
 from .claims import load_claims
 from .evaluate import evaluate
 from .outcome import Outcome
@@ -28,6 +29,13 @@ def judge_run(folder: Path) -> list[Outcome]:
     claims = load_claims([config / "expected"], None, hardware, load_points(config / "points.yaml"))
     tables = {path.stem: pd.read_csv(path) for path in sorted((folder / "tables").glob("*.csv"))}
     return sides.described(evaluate(claims, tables, hardware), tables, folder)
+
+
+def judged(folder: Path) -> Judged:
+    """A results folder judged again, as `gpurepro compare` sets two runs side by side."""
+    outcomes = judge_run(folder)
+    claims = render.frame(outcomes).astype(str).reindex(columns=CLAIM_COLUMNS, fill_value="")
+    return Judged(papers_of(outcomes), claims)
 
 
 def papers_of(outcomes: list[Outcome]) -> dict[str, str]:
