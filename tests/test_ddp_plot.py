@@ -156,3 +156,17 @@ def test_the_cli_draws_it(tmp_path: Path) -> None:
     h100_table().to_csv(table, index=False)
     assert cli.main(["plot", "ddp", str(table), "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_point_a_claim_reads_has_the_bars_the_verdict_judged_it_by() -> None:
+    """NVIDIA's 1-GPU images/s reads the 1-GPU AMP point of one process: its bars are the interval the
+    verdict judged it by (at least the spread between machines it spans), not its timed intervals' IQR,
+    and the note says so."""
+    table = h100_table()
+    fig = ddp_plot.plot(table)
+    judged = _verdict(table)["nvidia-resnet50-a100-80gb-amp-1gpu"]
+    bars = [pytest.approx(bar) for bar in _bars(_panel(fig, "throughput"))]
+    assert judged.intervals and judged.intervals[0] in bars
+    rate, step = FP16[1], 256 / FP16[1] * 1000
+    assert (rate * step / (step * 1.04), rate * step / (step * 0.98)) not in bars  # its own IQR: not drawn
+    assert ddp_plot.JUDGED in _notes(fig).replace("\n", " ")

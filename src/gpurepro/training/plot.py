@@ -3,9 +3,11 @@ count, each beside its ideal (k times the 1-GPU rate; 100%). A precision compare
 AMP) is its own point in the images/s panel, never part of the scaling series. Failed counts are listed
 under the figure.
 
-Each measured point has bars: where it ran in several processes (a `run` column), the 95% interval across
-them (process_stats.across_processes); from one process, the IQR of its timed intervals' step times as a
-rate, which the figure says is within one process. NVIDIA's published figures
+Each measured point has bars: where a claim reads it, the interval the verdict judged it by (at least the
+spread between machines it spans), so that the figure draws what was judged; elsewhere, where it ran in
+several processes (a `run` column), the 95% interval across them (process_stats.across_processes); from
+one process, the IQR of its timed intervals' step times as a rate, which the figure says is within one
+process. NVIDIA's published figures
 (config/expected/resnet50_training.yaml) are black marks at the GPU counts they name, as the verdict reads
 them: judged through the verdict itself (verdict.evaluate), so an images/s figure from another GPU is
 scaled to this one by the verdict's own factor, and its bar reaches down to the lowest rate the verdict
@@ -43,7 +45,9 @@ WITHIN = (
     "bars: the IQR of its timed intervals' step times, within its one process (no interval across processes)"
 )
 ACROSS = "bars: the 95% interval across its processes"
-MARK_COLUMNS = ["panel", "gpus", "value", "low", "high", "gpu", "scaled", "factor"]
+MARK_COLUMNS = ["panel", "gpus", "value", "low", "high", "gpu", "scaled", "factor", "precision", "judged_low",
+                "judged_high"]  # fmt: skip
+JUDGED = "where a claim reads the point, its bars are the interval the verdict judged it by (over machines)"
 
 
 def scaling_precision(table: pd.DataFrame) -> str:
@@ -141,10 +145,29 @@ def published(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> tup
         value, low, high = (claim.expected.low * factor, *outcome.accepted)
         if panel == "scaling efficiency":
             value, low, high = (v / gpus * 100 for v in (value, low, high))
+        judged_low, judged_high = outcome.intervals[0] if outcome.intervals else (math.nan, math.nan)
+        if panel == "scaling efficiency":
+            judged_low, judged_high = judged_low / gpus * 100, judged_high / gpus * 100
         rows.append({"panel": panel, "gpus": gpus, "value": value, "low": low, "high": min(high, value),
-                     "gpu": gpu, "scaled": outcome.factor is not None, "factor": factor})  # fmt: skip
+                     "gpu": gpu, "scaled": outcome.factor is not None, "factor": factor,
+                     "precision": claim.measure.where.get("precision"), "judged_low": judged_low,
+                     "judged_high": judged_high})  # fmt: skip
     notes = [f"published, not drawn: {', '.join(figures)} ({why})" for why, figures in unread.items()]
     return pd.DataFrame(rows, columns=MARK_COLUMNS), notes
+
+
+def _judged_bars(frame: pd.DataFrame, marks: pd.DataFrame, precision: str) -> tuple[pd.DataFrame, bool]:
+    """The measured points a claim reads, their bars replaced by the interval the verdict judged them by
+    (at least the spread between machines it spans), not the run's own; whether any was."""
+    frame = frame.copy()
+    judged = False
+    for mark in marks.dropna(subset=["judged_low", "judged_high"]).itertuples():
+        if mark.precision not in (None, precision):
+            continue
+        at = (frame["series"] == "measured") & (frame["panel"] == mark.panel) & (frame["gpus"] == mark.gpus)
+        frame.loc[at, ["low", "high"]] = [mark.judged_low, mark.judged_high]
+        judged |= bool(at.any())
+    return frame, judged
 
 
 def _bars(ax: Axes, points: pd.DataFrame, colour: str) -> None:
@@ -205,6 +228,8 @@ def plot(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> Figure:
     )
     rates = _point_rates(ok)
     frame = _panels(rates, precision)
+    marks, unread = published(table, reference)
+    frame, judged = _judged_bars(frame, marks, precision)
     if frame.empty:
         return nothing_ran(title, notes)
     compared = [_compared_series(p) for p in others]
@@ -231,8 +256,7 @@ def plot(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> Figure:
             _bars(ax, points, palette[series])
     _label_measured(grid, frame)
     kinds = sorted(set(rates["interval"]))
-    notes.append("points: images/s of each run; " + "; ".join(kinds))
-    marks, unread = published(table, reference)
+    notes.append("points: images/s of each run; " + "; ".join(kinds) + (f"; {JUDGED}" if judged else ""))
     notes += unread
     _marks(grid, marks, measured)
     for ax in grid.axes.flat:  # a third of a doubling either side, however few GPU counts ran: the
