@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpurepro import registry
 from gpurepro.placement import groups, host_share, packing
 from gpurepro.placement.groups import EXTRA_ROUND, Slot
 
@@ -174,7 +175,7 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return made
 
 
-PLACED_RULES = tuple(groups.GROUP_WILDCARDS)
+PLACED_RULES = tuple(registry.PLACED)
 
 
 def _placed_jobs(planned: str) -> list[tuple[str, dict[str, str], dict[str, str], str]]:
@@ -465,7 +466,7 @@ def test_on_a_cluster_each_claim_group_and_round_is_one_group_job(tmp_path: Path
     }
     assert all(len(held) == 1 and groups.group_name(*held) == name for name, held in slots.items()), slots
     rules = {rule for members in jobs.values() for rule, _ in members}
-    assert rules == set(groups.GROUP_WILDCARDS) and not re.search(
+    assert rules == set(registry.PLACED) and not re.search(
         r"^rule (infer_\w+|hfta_point|sgemm_run):", planned, re.M
     )
     assert any(len(members) > 1 for members in jobs.values())

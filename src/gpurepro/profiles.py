@@ -15,13 +15,14 @@ from typing import Any
 
 import yaml
 
+from . import registry
 from .errors import GpureproError
 from .nvml import GpuInfo
 from .schema import first_error
 
 CPU_PROFILE = "cpu"
-# Sections of a profile that may carry a `quick` mapping of shorter settings.
-STUDY_SECTIONS = ("sgemm", "variability", "inference", "hfta", "train")
+# Sections of a profile that may carry a `quick` mapping of shorter settings: the studies' (registry.py).
+STUDY_SECTIONS = registry.SECTIONS
 
 
 def project_root() -> Path:

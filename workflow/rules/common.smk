@@ -15,7 +15,7 @@ from snakemake.utils import validate
 # Parse-time helpers come from this checkout's package, so a dry-run works before installation too.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from gpurepro import nvml, profiles, provenance  # noqa: E402
+from gpurepro import nvml, profiles, provenance, registry  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
 from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.host import SLICE_GPUS_VAR  # noqa: E402
@@ -330,7 +330,7 @@ def placed_resources(rule):
         )
         for g in GPUS
     }
-    if rule.startswith("hfta_"):
+    if registry.BY_RULE[rule].mps:
         # One MPS point at a time on the node: each starts its own MPS control daemon, and two daemons
         # serving two GPUs at once were never tried (profiles/default caps mps_daemon at 1).
         claims["mps_daemon"] = lambda wildcards: int(wildcards.scheme == "mps")
@@ -436,8 +436,11 @@ if PLACED:
 
 def unplaced_threads(rule):
     """The threads a measuring rule's jobs have without placement, as in the one-GPU plan: every core for
-    an inference point (host_bound_threads), one for the other studies' points."""
-    return host_bound_threads() if rule.startswith("infer_") else measure_threads()
+    the rules whose record says so (inference: host_bound_threads), one for the other studies' points.
+    """
+    return (
+        host_bound_threads() if registry.BY_RULE[rule].every_core else measure_threads()
+    )
 
 
 def placed_threads(rule):

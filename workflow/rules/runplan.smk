@@ -72,15 +72,13 @@ def print_estimate():
         {} if CLUSTER else resource_capacity(),
         cluster_jobs(),
     )
-    # one entry per family of points whose jobs are planned (more_processes.smk): its study
+    # one entry per family of points with extra rounds whose jobs are planned (more_processes.smk): its
+    # study
     measured = {job.rule for job in planned}
-    families = {
-        "hfta_point": "hfta",
-        "infer_deit": "inference",
-        "infer_bert": "inference",
-    }
     extra = estimate.ExtraProcesses(
-        tuple(study for rule, study in families.items() if rule in measured),
+        tuple(
+            r.study for r in registry.RECORDS if r.extra_rounds and r.rule in measured
+        ),
         MORE["extra"],
         MORE_ROUNDS,
     )

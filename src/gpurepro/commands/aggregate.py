@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from .. import combine, plausibility, process_table, runtimes
+from .. import combine, plausibility, process_table, registry, runtimes
 from ..errors import GpureproError
 from ..hfta_study import summary as hfta_summary
 from ..inference import summary as inference_summary
@@ -91,8 +91,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-# The studies whose raw files each carry a provenance sidecar, which their tables read
-WITH_SIDECARS = ("sgemm", "variability", "inference", "hfta", "ddp", "reference")
+# The studies whose raw files each carry a provenance sidecar, which their tables read: the measured ones
+# (registry.py); runtimes and combined read files the workflow made.
+WITH_SIDECARS = tuple(study for study in AGGREGATORS if study in {r.study for r in registry.RECORDS})
 
 
 def _require_inputs(args: argparse.Namespace) -> None:

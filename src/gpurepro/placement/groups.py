@@ -36,15 +36,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Measuring rule -> (study, the wildcards whose values name its group). Other rules are placed as
-# before: the variability node job and DDP hold the GPUs they drive, profiling the first one.
-GROUP_WILDCARDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "infer_deit": ("deit", ("batch", "precision")),
-    "infer_bert": ("bert", ("batch", "precision")),
-    "hfta_point": ("hfta", ("net", "precision")),
-    "sgemm_run": ("sgemm", ()),
-    "reference_run": ("sgemm", ()),
-}
+from .. import registry
+
 # The group whose GPU is fixed (the first selected): see the module's docstring.
 REFERENCE_GROUP = "sgemm"
 # The round of the processes a claim asks for after the planned rounds (more_processes.smk): a point's
@@ -68,11 +61,13 @@ class Slot:
 
 
 def group_of(rule: str, wildcards: Mapping[str, Any]) -> str | None:
-    """The claim group of a job ('deit/batch=1/precision=fp16'); None for a rule that is not placed."""
-    if rule not in GROUP_WILDCARDS:
+    """The claim group of a job ('deit/batch=1/precision=fp16'): its record's group and the values of its
+    group wildcards (registry.py); None for a rule that is not placed."""
+    placed = registry.PLACED.get(rule)
+    if placed is None:
         return None
-    study, names = GROUP_WILDCARDS[rule]
-    return "/".join([study, *(f"{name}={wildcards[name]}" for name in names)])
+    names = placed.group_wildcards
+    return "/".join([str(placed.group), *(f"{name}={wildcards[name]}" for name in names)])
 
 
 def slot_of(rule: str, wildcards: Mapping[str, Any]) -> Slot | None:

@@ -15,29 +15,16 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from .. import rounds
+from .. import registry
 
 # The kinds a measuring point of the placed studies is; config `host_to_itself` lists some of them.
-KINDS = (
-    "inference_host_paced",
-    "inference_gpu_bound",
-    "hfta_host_paced",
-    "hfta_gpu_bound",
-    "sgemm",
-)
+KINDS = registry.KINDS
 
 
 def kind_of(rule: str, wildcards: Mapping[str, Any]) -> str | None:
     """The kind of a measuring job (one of KINDS), None for a rule that measures no placed point."""
-    if rule.startswith("infer_"):
-        paced = rounds.inference_host_paced(wildcards["mode"], wildcards["batch"])
-        return "inference_host_paced" if paced else "inference_gpu_bound"
-    if rule == "hfta_point":
-        paced = rounds.hfta_host_paced(wildcards["scheme"], wildcards["step"], wildcards["b"])
-        return "hfta_host_paced" if paced else "hfta_gpu_bound"
-    if rule in ("sgemm_run", "reference_run"):
-        return "sgemm"
-    return None
+    found = registry.record(rule)
+    return None if found is None else found.point_kind(wildcards)
 
 
 def takes_the_host(rule: str, wildcards: Mapping[str, Any], host_to_itself: AbstractSet[str]) -> bool:
