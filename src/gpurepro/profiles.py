@@ -163,10 +163,11 @@ def cooldown_max_wait_s(config: Mapping[str, Any], study: str | None = None) -> 
     """The longest cool-down wait before a point of `study`: config telemetry.cooldown_max_wait_s, or in a
     quick run telemetry.quick.cooldown_max_wait_s where set (a quick run checks every claim within
     minutes; its hot points on a card that started cold would each wait 20-45 s to get back to its first
-    temperature), and none at all for a study not in telemetry.quick.cooldown_studies where that is set."""
+    temperature), and none at all for a study not in telemetry.cooldown_studies (a quick run's own, where
+    set) where that is set."""
     telemetry = config["telemetry"]
     quick = (telemetry.get("quick") or {}) if config.get("quick") else {}
-    studies = quick.get("cooldown_studies")
+    studies = quick.get("cooldown_studies", telemetry.get("cooldown_studies"))
     if studies is not None and study is not None and study not in studies:
         return 0.0
     return float(quick.get("cooldown_max_wait_s", telemetry["cooldown_max_wait_s"]))

@@ -2,7 +2,12 @@
 
 One process is one sample (docs/design.md): a figure that the host paces moves 10-60% from one process to the
 next on one host, so every point runs in k processes of its own, k from the device profile's study
-section (`repeats`: one count, or one for host-paced points and one for GPU-bound ones).
+section (`repeats`: one count, or counts by what the point is for). A point a claim reads starts at
+`claims` processes (3: no point a claim reads stands on fewer, more_processes/plan.py) and gets more only
+while the claim stays inconclusive (more_processes.smk); a point only a figure shows runs `host_paced`
+processes where the host paces it (2: the figure shows a second process's spread) and `gpu_bound` where
+the GPU does (1: processes of a GPU-bound point agree within a percent or two). Which claims read a point
+is more_processes/purpose.py's answer, passed in here as `read`.
 
 The repeats run in rounds: round r of every point of a sweep runs before round r+1 of any
 (workflow/rules/common.smk makes round r+1 of a point wait for round r of all), so a drift of the room
@@ -20,18 +25,25 @@ from typing import Any
 HOST_PACED_MAX_BATCH = 8
 
 
-def repeats(section: Mapping[str, Any], host_paced: bool) -> int:
-    """The processes a point of this study section runs in: `repeats` as one count, or its host_paced or
-    gpu_bound count; 1 where the section names none."""
+# Processes a point a claim reads starts at where the section's `repeats` names no `claims` count.
+CLAIM_PROCESSES = 3
+
+
+def repeats(section: Mapping[str, Any], host_paced: bool, read: bool = False) -> int:
+    """The processes a point of this study section runs in: `repeats` as one count for every point, or
+    its claims count where a claim reads the point (`read`), else its host_paced or gpu_bound count; 1
+    where the section names none."""
     count = section.get("repeats", 1)
     if isinstance(count, Mapping):
+        if read:
+            return int(count.get("claims", CLAIM_PROCESSES))
         return int(count["host_paced" if host_paced else "gpu_bound"])
     return int(count)
 
 
 def most_repeats(section: Mapping[str, Any]) -> int:
     """The largest count any point of the section runs in (the rounds a sweep has)."""
-    return max(repeats(section, True), repeats(section, False))
+    return max(repeats(section, paced, read) for paced in (True, False) for read in (True, False))
 
 
 def inference_host_paced(mode: str, batch: int | str) -> bool:
@@ -46,14 +58,14 @@ def hfta_host_paced(scheme: str, step: str, b: int | str) -> bool:
     return scheme == "serial" or (step == "stock" and int(b) <= HOST_PACED_MAX_BATCH)
 
 
-def inference_repeats(section: Mapping[str, Any], point: Mapping[str, Any]) -> int:
-    """Processes an inference point (wildcards mode and batch) runs in."""
-    return repeats(section, inference_host_paced(point["mode"], point["batch"]))
+def inference_repeats(section: Mapping[str, Any], point: Mapping[str, Any], read: bool = False) -> int:
+    """Processes an inference point (wildcards mode and batch) runs in; `read`: a claim reads it."""
+    return repeats(section, inference_host_paced(point["mode"], point["batch"]), read)
 
 
-def hfta_repeats(section: Mapping[str, Any], point: Mapping[str, Any]) -> int:
-    """Processes an HFTA point (wildcards scheme, step and b) runs in."""
-    return repeats(section, hfta_host_paced(point["scheme"], point["step"], point["b"]))
+def hfta_repeats(section: Mapping[str, Any], point: Mapping[str, Any], read: bool = False) -> int:
+    """Processes an HFTA point (wildcards scheme, step and b) runs in; `read`: a claim reads it."""
+    return repeats(section, hfta_host_paced(point["scheme"], point["step"], point["b"]), read)
 
 
 def zipped(points: list[dict[str, Any]]) -> dict[str, list[Any]]:

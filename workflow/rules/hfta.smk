@@ -8,11 +8,11 @@
 # without nvidia-cuda-mps-control: skipped), so the `hfta` tables never miss an input.
 # Then `hfta` (tables/hfta.csv, normalised throughput; tables/hfta_speedup.csv) and `plot_hfta`.
 
-import functools
 
 from gpurepro import hfta_study  # noqa: E402
 from gpurepro.hfta_study import sweep as hfta_sweep  # noqa: E402
 from gpurepro import rounds  # noqa: E402
+from gpurepro.more_processes import purpose  # noqa: E402
 
 HFTA = PROFILE["hfta"]
 HFTA_RUN = config["hfta"]
@@ -74,11 +74,10 @@ HFTA_POINTS = dict(
 HFTA_SERIAL_B = HFTA.get("serial_b_values", [min(HFTA["b_values"])])
 
 
-# Every planned point with its run; round r of a point waits for round r - 1 of all of them.
+# Every planned point with its run (3 processes where a claim reads it, 2 or 1 where only a figure shows
+# it: gpurepro/more_processes/purpose.py); round r of a point waits for round r - 1 of all of them.
 HFTA_RUNS = list(
-    hfta_sweep.points(
-        HFTA_POINTS, HFTA_SERIAL_B, functools.partial(rounds.hfta_repeats, HFTA)
-    )
+    hfta_sweep.points(HFTA_POINTS, HFTA_SERIAL_B, purpose.counter("hfta", HFTA))
 )
 HFTA_STEM = "{net}/{step}/{scheme}_{precision}_b{b}_run{run}"
 

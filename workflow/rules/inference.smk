@@ -5,11 +5,11 @@
 # each (`plot_deit`, `plot_bert`). A point that cannot run (out of memory, a compiler error) is filed as
 # failed with its reason by `gpurepro infer`, so the sweep goes on.
 
-import functools
 import itertools
 
 from gpurepro import inference as inference_study  # noqa: E402
 from gpurepro import rounds  # noqa: E402
+from gpurepro.more_processes import purpose  # noqa: E402
 
 INFERENCE = PROFILE["inference"]
 INFERENCE_RUN = config["inference"]
@@ -43,13 +43,14 @@ for point in INFERENCE_EXTRA:
         DEIT_COMBINATIONS.append(extra)
 
 
-# Every point once per process it runs in, round by round (round r of every point before round r+1).
+# Every point once per process it runs in, round by round (round r of every point before round r+1): 3 for
+# a point a claim reads, 2 or 1 for one only a figure shows (gpurepro/more_processes/purpose.py).
 DEIT_RUNS = rounds.with_runs(
     (
         dict(zip(["vit_model", "batch", "precision", "mode"], combination))
         for combination in DEIT_COMBINATIONS
     ),
-    functools.partial(rounds.inference_repeats, INFERENCE),
+    purpose.counter("deit", INFERENCE),
 )
 DEIT_POINTS = rounds.zipped(DEIT_RUNS)
 # BERT's (model, sequence length) pairs: the profile's bert_points where it names them (the pairs the
@@ -73,7 +74,7 @@ BERT_RUNS = rounds.with_runs(
         )
         for pair, batch, precision, mode in BERT_COMBINATIONS
     ),
-    functools.partial(rounds.inference_repeats, INFERENCE),
+    purpose.counter("bert", INFERENCE),
 )
 BERT_POINTS = rounds.zipped(BERT_RUNS)
 

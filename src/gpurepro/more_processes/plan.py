@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import rounds
 from .points import Point
 
 # No point a claim reads stands on fewer processes: with two, Welch's t has about two degrees of freedom
 # and one slow process moves a reading across an edge (HFTA's headline flipped between two runs so).
-MIN_PROCESSES = 3
+MIN_PROCESSES = rounds.CLAIM_PROCESSES
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def _family(table: str) -> str | None:
 # The study table each point's processes are read from, and the metric that stands for its noise.
 _PROCESS_TABLES = {"hfta": ("hfta_processes", "throughput"), "deit": ("inference_deit_processes", None),
                    "bert": ("inference_bert_processes", None)}  # fmt: skip
-_TABLE_COLUMNS = {"net": "workload", "scheme": "mode", "b": "b", "step": "step", "precision": "precision",
+TABLE_COLUMNS = {"net": "workload", "scheme": "mode", "b": "b", "step": "step", "precision": "precision",
                   "vit_model": "model", "bert_model": "model", "seq": "seq_len", "batch": "batch_size",
                   "mode": "mode"}  # fmt: skip
 
@@ -97,7 +97,7 @@ def _processes(
     if own_metric is None and per_process is not None and "per_process" in rows:
         rows = rows[rows["per_process"].astype(str) == str(per_process)]
     for wildcard, value in wildcards.items():
-        column = _TABLE_COLUMNS[wildcard]
+        column = TABLE_COLUMNS[wildcard]
         if column in rows:
             rows = rows[rows[column].astype(str).str.replace(r"\.0$", "", regex=True) == value]
     counted = rows[rows["statistic"] == "processes"]
