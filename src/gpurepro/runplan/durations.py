@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import hfta_study, inference, profiles
+from .. import hfta_study, inference, profiles, registry
 from ..telemetry.cooldown import IDLE_TAIL_MARGIN_S, SETTLE_S
 from .jobs import PlannedJob
 
@@ -33,18 +33,12 @@ PROCESS_SUFFIX = re.compile(r"_run\d+\.tsv$")
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
 # cores: median 0.6 s forked from the fork server; 8-11 s as a new interpreter importing torch).
 START_FORKED_S, START_OWN_S = 1.0, 9.0
-# Mean cool-down wait before a point of each study: SGEMM and HFTA points leave the GPU 5-15 C above its
-# idle temperature, inference barely warms it. How long the next point waits depends on the idle
-# temperature the run records at its first measurement (the GPU's temperature as the run starts):
-# these means are for H100 quick runs starting at about COOLDOWN_REFERENCE_C (188 s in all).
-COOLDOWN_S = {
-    "sgemm_run": 10.0,
-    "variability_run": 15.0,
-    "variability_node": 15.0,
-    "hfta_point": 12.0,
-    "infer_deit": 2.0,
-    "infer_bert": 2.0,
-}
+# Mean cool-down wait before a point of each measuring rule (registry.py's cooldown_s): SGEMM and HFTA
+# points leave the GPU 5-15 C above its idle temperature, inference barely warms it. How long the next
+# point waits depends on the idle temperature the run records at its first measurement (the GPU's
+# temperature as the run starts): these means are for H100 quick runs starting at about
+# COOLDOWN_REFERENCE_C (188 s in all).
+COOLDOWN_S = {record.rule: record.cooldown_s for record in registry.RECORDS if record.cooldown_s}
 # Twelve H100 quick runs, recorded idle temperatures 32-39 C, each point's cool-down in its provenance.
 # Under the level rule (telemetry/cooldown.py: a cool-down ends at the level the latest plateau ended at,
 # so a plateau there ends PLATEAU_S sooner) their waits come to 264, 118, 218, 136, 133, 76, 88, 185,
@@ -59,21 +53,9 @@ COOLDOWN_S = {
 # to a plateau, and the line's fall stops at the smaller of the two. Its ceiling: no colder run was seen.
 COOLDOWN_REFERENCE_C, COOLDOWN_SCALE_PER_C = 36.0, 0.12
 COOLDOWN_SCALE_RANGE = (0.66, 2.0)
-# The profile section whose settings (an idle baseline of its own) a measuring rule takes.
-STUDY_OF_RULE = {"infer_deit": "inference", "infer_bert": "inference", "hfta_point": "hfta"}
-# The measuring rules of each study: as the estimate names them, and whose cool-down setting a rule
-# takes (profiles.cooldown_max_wait_s).
-STUDIES = {
-    "sgemm_run": "sgemm",
-    "variability_run": "variability",
-    "variability_node": "variability",
-    "infer_deit": "inference",
-    "infer_bert": "inference",
-    "hfta_point": "hfta",
-    "train_ddp": "ddp",
-    "reference_run": "reference",
-    "profile_nsys_run": "profiling",
-}
+# The measuring rules of each study (registry.py): as the estimate names them, and whose cool-down setting
+# a rule takes (profiles.cooldown_max_wait_s).
+STUDIES = {record.rule: record.study for record in registry.RECORDS}
 # Preparation of an inference point (model built with random weights, moved, warmed up; H100: 1.5-3 s
 # with the libraries preloaded), and torch.compile's compilation on top for compiled points (a minute).
 INFERENCE_PREPARE_S, COMPILE_S = 2.5, 60.0
@@ -148,7 +130,10 @@ class RunSettings:
 
     def idle_s(self, rule: str) -> float:
         """The idle baseline before a point of `rule`: its study's profile section's, else the config's."""
-        section = self.profile.get(STUDY_OF_RULE.get(rule, ""), {})
+        measured = registry.record(rule)
+        section: Mapping[str, Any] = {}
+        if measured is not None and measured.idle_from_section and measured.section is not None:
+            section = self.profile.get(measured.section, {})
         return profiles.idle_seconds(section, self.config)
 
     def cooldown_cap_s(self, rule: str) -> float:
