@@ -140,6 +140,7 @@ COOLDOWN_DIR = f"{RESULTS}/cooldown"
 CONFIG_HASH = provenance.config_hash(config)
 # Jobs read these from the environment rather than their command line: a param change makes Snakemake
 # rerun a job, and changing the device check or an unrelated key must not rerun finished measurements.
+# gpurepro/environment.py lists every GPUREPRO_* variable, who sets it and why.
 os.environ.update(
     GPUREPRO_CONFIG_HASH=CONFIG_HASH, GPUREPRO_DEVICE_CHECK=config["device_check"]
 )
