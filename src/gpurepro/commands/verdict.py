@@ -17,12 +17,12 @@ from ..hardware import load_hardware
 from ..profiles import project_root
 from ..results import write_derived
 from ..verdict import campaign as on_campaign
-from ..verdict import render, sides
+from ..verdict import render
 from ..verdict.claims import load_claims
-from ..verdict.evaluate import evaluate
 from ..verdict.here import Here
 from ..verdict.measured import how_measured
 from ..verdict.points import load_points
+from ..verdict.rejudge import judge_tables
 from ..verdict.statuses import NOT_HELD
 from .options import read_table, require_paths
 
@@ -122,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
         plots = linked(args.plots)
         measured = how_measured(args.results)
         rules = _table_rules(args.table_rules)
-        outcomes = evaluate(claims, tables, hardware, args.gpus, plots, rules, measured.plan)
-        outcomes = sides.described(outcomes, tables, args.results)
+        outcomes = judge_tables(claims, tables, hardware, args.results, args.gpus, plots, rules)
     else:
         if args.tables or args.gpus is not None:
             raise GpureproError(

@@ -11,24 +11,41 @@ from pathlib import Path
 import pandas as pd
 
 from ..compare.verdicts import CLAIM_COLUMNS, Judged
-from ..hardware import load_hardware
+from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from . import render, sides
-from .claims import load_claims
+from .claims import Claim, load_claims
 from .evaluate import evaluate
+from .measured import how_measured
 from .outcome import Outcome
 from .points import load_points
 from .summary import paper_verdicts
 
 
+def judge_tables(
+    claims: list[Claim],
+    tables: dict[str, pd.DataFrame],
+    hardware: dict[str, Gpu],
+    results: Path | None,
+    gpus: int | None = None,
+    plots: dict[str, str] | None = None,
+    rules: dict[str, str] | None = None,
+) -> list[Outcome]:
+    """The claims judged on a run's tables, with the plan its provenance records under `results` (the
+    device's folder: a quick plan's untested sizes read "not measured (quick plan)") and where each
+    claim's sides ran: what `gpurepro verdict` draws and what a comparison judges again."""
+    plan = how_measured(results).plan
+    return sides.described(evaluate(claims, tables, hardware, gpus, plots, rules, plan), tables, results)
+
+
 def judge_run(folder: Path) -> list[Outcome]:
     """Every claim of this checkout judged on the tables of a results folder of one device
-    (<folder>/tables/*.csv), with where its sides ran from the folder's provenance sidecars."""
+    (<folder>/tables/*.csv)."""
     config = project_root() / "config"
     hardware = load_hardware(config / "hardware")
     claims = load_claims([config / "expected"], None, hardware, load_points(config / "points.yaml"))
     tables = {path.stem: pd.read_csv(path) for path in sorted((folder / "tables").glob("*.csv"))}
-    return sides.described(evaluate(claims, tables, hardware), tables, folder)
+    return judge_tables(claims, tables, hardware, folder)
 
 
 def judged(folder: Path) -> Judged:
