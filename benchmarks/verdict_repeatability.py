@@ -25,8 +25,8 @@ import pandas as pd
 from gpurepro import process_table
 from gpurepro.hardware import load_hardware
 from gpurepro.inference.summary import PROCESS_KEYS
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.statuses import GRADE_OF
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,9 @@ import pytest
 
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict.campaign import on_campaign
-from gpurepro.verdict.claims import Claim, Selection, load_claims
+from gpurepro.verdict.claims import Claim, Selection
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import GRADE_OF, NOT_HELD, NOT_MEASURED, NOT_TESTABLE
 

@@ -12,9 +12,9 @@ import yaml
 from gpurepro.errors import GpureproError
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
+from gpurepro.verdict.loading import load_claims
 
 from .conftest import ROOT
 from .test_verdict import HARDWARE, SCHEMA, claim

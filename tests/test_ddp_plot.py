@@ -20,8 +20,8 @@ from gpurepro.plotting import NOTE_PT
 from gpurepro.process_stats import across_processes
 from gpurepro.profiles import project_root
 from gpurepro.training import plot as ddp_plot
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 
 H100 = "NVIDIA H100 80GB HBM3"
 # images/s of all GPUs and the step time's quartiles (ms), as a quick run on four H100s measures them

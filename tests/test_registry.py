@@ -11,7 +11,8 @@ import pytest
 from gpurepro import registry
 from gpurepro.commands import aggregate, plot
 from gpurepro.more_processes.points import selections
-from gpurepro.verdict.claims import claim_files, load_claims
+from gpurepro.verdict.claims import claim_files
+from gpurepro.verdict.loading import load_claims
 
 from .conftest import ROOT, copy_workflow, run_snakemake
 

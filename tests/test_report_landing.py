@@ -15,9 +15,9 @@ from docutils.core import publish_doctree
 
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.outcome import Outcome
 from gpurepro.verdict.statuses import UNMEASURED
 from gpurepro.verdict.summary import PaperVerdict

@@ -21,9 +21,9 @@ from gpurepro import process_table
 from gpurepro.errors import GpureproError
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render, summary
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.measured import HowMeasured
 from gpurepro.verdict.pairs import published_pairs, shipped_calibration, uncalibrated
 from gpurepro.verdict.ranges import untestable_reason

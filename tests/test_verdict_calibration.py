@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from gpurepro.hardware import load_hardware
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.pairs import calibrate, published_pairs, shipped_calibration, shipped_runs
 from gpurepro.verdict.scaling import scale_factor
 

@@ -16,7 +16,7 @@ from scipy import stats as scipy_stats
 from gpurepro.campaign import aggregate, layout, nodes, synthetic
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict.campaign import judge
-from gpurepro.verdict.claims import load_claims
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.outcome import Outcome
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import (

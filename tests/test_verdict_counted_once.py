@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from gpurepro.hardware import load_hardware
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.measurements import counted, counted_once, measurement_key
 from gpurepro.verdict.render import markdown
 from gpurepro.verdict.summary import paper_verdicts

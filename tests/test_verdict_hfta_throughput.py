@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from gpurepro.hardware import load_hardware
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import EXACT, NOT_MEASURED, OUTSIDE, SCALED, WITHIN
 

@@ -12,8 +12,8 @@ import yaml
 
 from gpurepro.errors import GpureproError
 from gpurepro.hardware import load_hardware
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.statuses import NOT_COMPARABLE, UNTESTABLE, WITHIN
 
 from .conftest import ROOT

@@ -11,8 +11,8 @@ import pytest
 from gpurepro.compare.spread import GPU_BOUND, HOST_PACED
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict import levels
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.statuses import DIRECTION_HOST, UNTESTABLE
 from gpurepro.verdict.summary import paper_verdicts
 

@@ -18,9 +18,9 @@ import yaml
 from gpurepro.errors import GpureproError
 from gpurepro.hardware import load_hardware
 from gpurepro.verdict import render
-from gpurepro.verdict.claims import load_claims
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.here import Here
+from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.measured import FULL_PLAN, QUICK_PLAN, how_measured
 from gpurepro.verdict.points import load_points
 from gpurepro.verdict.statuses import (

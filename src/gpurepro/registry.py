@@ -23,6 +23,11 @@ from typing import Any
 
 from . import rounds
 
+# How an HFTA point's training steps ran, as tables, plots and claims name it: torch's eager step (stock,
+# as HFTA's paper measured), the whole step replayed as one CUDA graph (hfta_study/graphs.py), or the
+# module compiled by torch.compile. Here, not in hfta_study, because the verdict reads them too.
+STEP_STOCK, STEP_GRAPHED, STEP_COMPILED = "stock", "graphed", "compiled"
+
 
 @dataclass(frozen=True)
 class HostPace:

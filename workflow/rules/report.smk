@@ -3,7 +3,8 @@
 # combined across the devices whose results are here, and the `report` target, everything that
 # `snakemake --report report.html` shows. These rules are cheap and run where Snakemake runs.
 
-from gpurepro.verdict.claims import claim_files, load_claims  # noqa: E402
+from gpurepro.verdict.claims import claim_files  # noqa: E402
+from gpurepro.verdict.loading import load_claims  # noqa: E402
 from gpurepro.hardware import load_hardware  # noqa: E402
 from gpurepro.verdict.points import load_points  # noqa: E402
 from gpurepro.runs.verdict_headlines import announcement  # noqa: E402

@@ -14,8 +14,9 @@ from ..more_processes import Budget, claim_points, next_round, read_plan
 from ..more_processes.points import selections
 from ..profiles import project_root
 from ..results import ensure_absent, write_derived
-from ..verdict.claims import REPRODUCTION, load_claims
+from ..verdict.claims import REPRODUCTION
 from ..verdict.evaluate import evaluate
+from ..verdict.loading import load_claims
 from ..verdict.statuses import UNMEASURED
 from .options import positive_int, read_table, require_paths
 

@@ -18,8 +18,8 @@ from ..profiles import project_root
 from ..results import write_derived
 from ..verdict import campaign as on_campaign
 from ..verdict import render
-from ..verdict.claims import load_claims
 from ..verdict.here import Here
+from ..verdict.loading import load_claims
 from ..verdict.measured import how_measured
 from ..verdict.points import load_points
 from ..verdict.rejudge import judge_tables

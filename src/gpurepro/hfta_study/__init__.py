@@ -11,14 +11,13 @@ harness), `summary` (the tidy table, normalised throughput and speedups), `plot`
 from collections.abc import Mapping
 from typing import Any
 
+from ..registry import STEP_COMPILED, STEP_GRAPHED, STEP_STOCK
+
 # The fusion library's workloads (gpurepro.hfta.WORKLOAD_NAMES), named here so the CLI can list them
 # without importing torch models.
 WORKLOADS = ("resnet18", "transformer", "mlp")
 MODES = ("serial", "concurrent", "mps", "hfta")
-# How a point's training steps ran, as tables, plots and claims name it: torch's eager step (stock, as
-# HFTA's paper measured), the whole step replayed as one CUDA graph (graphs.py), or the module compiled
-# by torch.compile (training.TrainSettings.compiled).
-STEP_STOCK, STEP_GRAPHED, STEP_COMPILED = "stock", "graphed", "compiled"
+# How a point's training steps ran (registry.py names them, since the verdict reads them too)
 STEPS = (STEP_STOCK, STEP_GRAPHED, STEP_COMPILED)
 # fp32 is true FP32 (TF32 off); fp16 and bf16 are AMP (autocast; fp16 with a gradient scaler).
 PRECISIONS = ("fp32", "fp16", "bf16")

@@ -22,7 +22,8 @@ import pandas as pd
 
 from .. import rounds
 from ..profiles import project_root
-from ..verdict.claims import Claim, Selection, load_claims
+from ..verdict.claims import Claim, Selection
+from ..verdict.loading import load_claims
 from .points import TABLE_COLUMNS, claim_points, selections
 
 # The wildcards that name a point of each family, besides its run (the workflow's rule files).

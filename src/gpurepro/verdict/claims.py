@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -331,20 +331,18 @@ def claim_files(paths: list[Path | str]) -> list[Path]:
     return files
 
 
-def load_claims(
+def read_claims(
     paths: list[Path | str],
     schema: Path | str | None = None,
     hardware: dict[str, Gpu] | None = None,
     points: PointKeys | None = None,
-    calibrated: bool = True,
 ) -> list[Claim]:
     """Every claim of the files (or folders of files) given, checked against the schema and for the
     rules a schema cannot say (ranges the right way round, one kind of tolerance, unique ids, a hardware
     entry with the rates its scaling needs for every GPU named, and, given each table's point keys
     (points.py), a where that selects one point). `hardware` defaults to the table in config/hardware/.
-    A scaling whose uncertainty reads `calibrated` takes the datasheet rule's calibration on the shipped
-    pairs and runs (pairs.shipped_calibration; `calibrated=False` leaves it unread, for that very
-    calibration)."""
+    A scaling whose uncertainty reads `calibrated` is left uncalibrated here: loading.load_claims gives it
+    the datasheet rule's calibration, which is fitted on claims read by this very function."""
     schema = Path(schema) if schema else default_schema()
     hardware = load_hardware() if hardware is None else hardware
     claims: list[Claim] = []
@@ -362,28 +360,7 @@ def load_claims(
             seen[claim.id] = str(file)
             claims.append(claim)
     _check_through(claims)
-    return _calibrated(claims) if calibrated else claims
-
-
-def _calibrated(claims: list[Claim]) -> list[Claim]:
-    """Each scaling that asks for the calibrated datasheet rule given its exponent and uncertainty."""
-    asking = [c for c in claims if c.scaling is not None and c.scaling.calibrated is not None]
-    if not asking:
-        return claims
-    from .pairs import shipped_calibration  # pairs.py reads claims: imported only where one asks
-
-    calibration = shipped_calibration()
-    return [
-        replace(
-            claim,
-            scaling=replace(
-                claim.scaling, uncertainty=calibration.uncertainty, calibrated=calibration.exponent
-            ),
-        )
-        if claim in asking and claim.scaling is not None
-        else claim
-        for claim in claims
-    ]
+    return claims
 
 
 def _check_through(claims: list[Claim]) -> None:

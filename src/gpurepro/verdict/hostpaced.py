@@ -27,7 +27,7 @@ import pandas as pd
 from .. import rounds
 from ..compare.hostbound import HOST_BOUND_BELOW_PCT
 from ..compare.spread import GPU_BOUND, HOST_PACED
-from ..hfta_study import STEP_GRAPHED
+from ..registry import STEP_GRAPHED
 from .claims import Claim, Selection
 from .reading import NotMeasured, read, selected_rows
 from .statuses import (

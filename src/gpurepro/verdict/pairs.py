@@ -29,7 +29,7 @@ from scipy import stats
 from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from ..schema import read_yaml
-from .claims import ABSOLUTE, REPRODUCTION, Claim, Scaling, load_claims
+from .claims import ABSOLUTE, REPRODUCTION, Claim, Scaling, read_claims
 from .ranges import expected_ends
 from .scaling import NoReference, scale_factor
 
@@ -253,5 +253,5 @@ def calibrate(pairs: list[PairCheck], runs: list[RunCheck]) -> Calibration:
 def shipped_calibration() -> Calibration:
     """The rule calibrated on the shipped claims' published pairs and the shipped runs."""
     hardware = load_hardware()
-    claims = load_claims([project_root() / "config" / "expected"], hardware=hardware, calibrated=False)
+    claims = read_claims([project_root() / "config" / "expected"], hardware=hardware)
     return calibrate(published_pairs(claims, hardware), shipped_runs(claims, hardware))

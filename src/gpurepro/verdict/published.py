@@ -13,7 +13,8 @@ import pandas as pd
 
 from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
-from .claims import Claim, load_claims
+from .claims import Claim
+from .loading import load_claims
 from .statuses import NOT_COMPARABLE, NOT_MEASURED, NOT_MEASURED_QUICK, NOT_TESTABLE, SHOWN
 
 # Results whose reading sets no range against a value: nothing of theirs is drawn as judged.

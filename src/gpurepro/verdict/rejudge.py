@@ -14,8 +14,9 @@ from ..compare.verdicts import CLAIM_COLUMNS, Judged
 from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from . import render, sides
-from .claims import Claim, load_claims
+from .claims import Claim
 from .evaluate import evaluate
+from .loading import load_claims
 from .measured import how_measured
 from .outcome import Outcome
 from .points import load_points

@@ -179,7 +179,7 @@ def scale_factor(
     factor = measured * datasheet
     if scaling.calibrated is not None and datasheet != 1.0:
         if math.isnan(scaling.calibrated):
-            raise NoReference("the datasheet rule's calibration was not read (claims.load_claims reads it)")
+            raise NoReference("the datasheet rule's calibration was not read (loading.load_claims reads it)")
         factor = measured * datasheet**scaling.calibrated
         how = (
             f"({how} = {datasheet:.4g}, the datasheet ratio) ^ {scaling.calibrated:.3f}, the datasheet rule "
