@@ -158,9 +158,12 @@ def test_an_energy_window_opens_and_closes_at_updates_of_the_counter() -> None:
         meter.begin_window("w")
         time.sleep(0.45 + overrun)
         window = meter.end_window("w")["0"]
-        assert window.avg_power_w == pytest.approx(125.0, rel=0.01), overrun
+        # An edge's instant is taken halfway between the reads around the update, which a busy host
+        # spaces out: the bounds are generous against that, and still catch a window that counts a
+        # whole update more or less (+-20% here) or whose edges lie off the updates (up to a period)
+        assert window.avg_power_w == pytest.approx(125.0, rel=0.08), overrun
         assert window.duration_s >= 0.45 + overrun
-        assert window.duration_s / 0.1 == pytest.approx(round(window.duration_s / 0.1), abs=0.05)
+        assert window.duration_s / 0.1 == pytest.approx(round(window.duration_s / 0.1), abs=0.25)
 
 
 def test_each_device_s_window_is_aligned_to_its_own_counter() -> None:
