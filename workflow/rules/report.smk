@@ -47,21 +47,16 @@ report:
     else "../report/workflow.rst"
 
 
-def announce_verdict():
-    """A run whose plan holds the verdict ends by naming it: the file and each paper's headline, read back
-    from the file (gpurepro/runs/verdict_headlines.py). `snakemake plot_bert` made none, and names none.
-    """
-    if any(job.rule.name == "verdict" for job in workflow.dag.jobs):
-        print(announcement(Path(rules.verdict.output.md)), file=sys.stderr)
-
-
 onsuccess:
     stop_fork_server()
     # --report-after-run read the workflow before this run made the verdict: point the landing page at it
     # (the `report:` directive only works while the workflow is read, so the attribute is set directly).
     if VERDICT_LANDING_PAGE.is_file():
         workflow.report_text = infer_source_file(VERDICT_LANDING_PAGE)
-    announce_verdict()
+    # A run whose plan holds the verdict ends by naming it: the file and each paper's headline, read back
+    # from the file (gpurepro/runs/verdict_headlines.py). `snakemake plot_bert` made none, and names none.
+    if any(job.rule.name == "verdict" for job in workflow.dag.jobs):
+        print(announcement(Path(rules.verdict.output.md)), file=sys.stderr)
 
 
 STUDY_TABLES = study_outputs("tables", ".csv")
