@@ -22,16 +22,14 @@ import pandas as pd
 
 from .. import rounds
 from ..profiles import project_root
+from ..registry import RECORDS, STEP_COMPILED, STEP_GRAPHED, STEP_STOCK
 from ..verdict.claims import Claim, Selection
 from ..verdict.loading import load_claims
 from .points import TABLE_COLUMNS, claim_points, selections
 
-# The wildcards that name a point of each family, besides its run (the workflow's rule files).
-AXES = {
-    "deit": ("vit_model", "batch", "precision", "mode"),
-    "bert": ("bert_model", "seq", "batch", "precision", "mode"),
-    "hfta": ("net", "step", "scheme", "precision", "b"),
-}
+# The families whose points run in rounds of processes, and the wildcards that name a point of each,
+# besides its run (registry.py)
+AXES = {record.family: record.axes for record in RECORDS if record.extra_rounds}
 # Each family's tables a claim may read: the study's summary and its across-process table.
 TABLES = {
     "deit": ("inference_deit", "inference_deit_processes"),
@@ -39,7 +37,7 @@ TABLES = {
     "hfta": ("hfta_processes",),
 }
 SPEEDUPS = "hfta_speedup"
-HFTA_STEPS = ("stock", "graphed", "compiled")
+HFTA_STEPS = (STEP_STOCK, STEP_GRAPHED, STEP_COMPILED)
 # The fused array's scheme; the other schemes are its baselines.
 FUSED = "hfta"
 
