@@ -306,7 +306,8 @@ def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[
         (rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _grouped(_placed_jobs(plans["four"]))
     }
     one.pop(("reference_run", ()))  # four GPUs measure the rates on each (test below)
-    assert one.keys() == four.keys() and len(one) > 900
+    assert one.keys() == four.keys()
+    assert len(one) > 450  # the full H100 plan's measuring jobs
     for key, (resources, command) in one.items():
         assert resources == ON_GPU_0, key
         other_resources, other_command = four[key]

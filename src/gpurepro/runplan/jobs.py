@@ -24,8 +24,10 @@ class PlannedJob:
 
 
 def from_dag(dag: Any) -> list[PlannedJob]:
-    """The jobs a Snakemake DAG will run (also after a dry-run, which marks them finished)."""
-    jobs = list(dag.needrun_jobs(exclude_finished=False))
+    """The jobs a Snakemake DAG will run (also after a dry-run, which marks them finished), in an order of
+    their own (rule, then wildcards): Snakemake lists them in an order that moves with the folder the
+    workflow sits in, and the estimate, which starts ready jobs in the plan's order, must not."""
+    jobs = sorted(dag.needrun_jobs(exclude_finished=False), key=_order)
     index = {job: i for i, job in enumerate(jobs)}
     return [
         PlannedJob(
@@ -39,6 +41,10 @@ def from_dag(dag: Any) -> list[PlannedJob]:
         )
         for job in jobs
     ]
+
+
+def _order(job: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return job.rule.name, tuple(sorted((str(k), str(v)) for k, v in dict(job.wildcards_dict).items()))
 
 
 def _group(dag: Any, job: Any) -> str | None:
