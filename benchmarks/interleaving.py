@@ -16,6 +16,7 @@ of the ratio: its geometric SD and max/min. A smaller spread interleaved says a 
 own processes comes nearer what the next run would read.
 
     python benchmarks/interleaving.py --gpu 0 --runs 3 --processes 2 --out interleaving.csv
+    python benchmarks/interleaving.py --summarise benchmarks/measured/interleaving-h200-2026-11-29.csv
 """
 
 from __future__ import annotations
@@ -81,16 +82,40 @@ def spread(ratios: list[float]) -> tuple[float, float]:
     return gsd, max(ratios) / min(ratios)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpu", type=int, default=0)
-    parser.add_argument("--runs", type=int, default=3, help="runs of each scheme")
-    parser.add_argument("--processes", type=int, default=2, help="processes of each side in a run")
-    parser.add_argument("--precision", default="fp16")
-    parser.add_argument("--min-timed-s", type=float, default=3.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="CSV: one row per process")
-    args = parser.parse_args()
+def complete_runs(table: pd.DataFrame, scheme: str, processes: int) -> list[int]:
+    """The runs of a scheme that measured every process of both sides (a run cut short by a time limit
+    would compare unequal sides, so it is left out and said so)."""
+    rows = table[table["scheme"] == scheme]
+    counts = pd.crosstab(rows["run"], rows["side"]).reindex(columns=[SERIAL.name, FUSED.name], fill_value=0)
+    return sorted(int(run) for run, row in counts.iterrows() if row.min() >= processes)
+
+
+def summarise(table: pd.DataFrame, processes: int, precision: str) -> list[str]:
+    """Each scheme's per-run ratios (median over a run's processes, side by side) and their spread."""
+    lines = [f"fused B=32 over serial B=1, {precision}, {processes} processes a side per run"]
+    for scheme in SCHEMES:
+        runs = complete_runs(table, scheme, processes)
+        cut = sorted(set(table.loc[table["scheme"] == scheme, "run"]) - set(runs))
+        medians = table[table["scheme"] == scheme].groupby(["run", "side"])["samples_per_s"].median()
+        ratios = [medians[(run, FUSED.name)] / medians[(run, SERIAL.name)] for run in runs]
+        if not ratios:
+            lines.append(f"{scheme:11s}: no complete run")
+            continue
+        gsd, max_over_min = spread(ratios)
+        listed = ", ".join(f"{r:.2f}" for r in ratios)
+        left_out = f" (run {', '.join(map(str, cut))} incomplete, left out)" if cut else ""
+        lines.append(f"{scheme:11s}: runs {listed}x; run-to-run GSD {gsd:.3f}, max/min {max_over_min:.3f}"
+                     f"{left_out}")  # fmt: skip
+    serial = table[table["side"] == SERIAL.name]["samples_per_s"]
+    fused = table[table["side"] == FUSED.name]["samples_per_s"]
+    lines.append(f"serial B=1 processes: {serial.min():,.0f} to {serial.max():,.0f} samples/s; "
+                 f"fused B=32: {fused.min():,.0f} to {fused.max():,.0f}")  # fmt: skip
+    return lines
+
+
+def measure_runs(args: argparse.Namespace) -> pd.DataFrame:
+    """Every process of every run, each row appended to --out as soon as it is measured, so a run the
+    caller's time limit cuts short still leaves the processes it finished."""
     rng = random.Random(args.seed)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="gpurepro-interleaving-") as scratch:
@@ -99,24 +124,36 @@ def main() -> int:
                 for position, side in enumerate(order(scheme, args.processes, rng)):
                     out = Path(scratch, f"{scheme}_run{run}_{position}_{side.mode}.csv")
                     value = measure(side, args.gpu, out, args.precision, args.min_timed_s)
-                    rows.append({"scheme": scheme, "run": run, "position": position, "side": side.name,
-                                 "samples_per_s": value})  # fmt: skip
+                    row = {"scheme": scheme, "run": run, "position": position, "side": side.name,
+                           "samples_per_s": value}  # fmt: skip
+                    rows.append(row)
+                    if args.out:
+                        pd.DataFrame([row]).to_csv(args.out, mode="a", index=False,
+                                                   header=not args.out.exists())  # fmt: skip
                     print(f"{scheme:11s} run {run} #{position}: {side.name:10s} {value:12,.0f} samples/s",
                           flush=True)  # fmt: skip
-    table = pd.DataFrame(rows)
-    if args.out:
-        table.to_csv(args.out, index=False)
-    print(f"\nfused B=32 over serial B=1, {args.precision}, {args.processes} processes a side per run")
-    for scheme in SCHEMES:
-        medians = table[table["scheme"] == scheme].groupby(["run", "side"])["samples_per_s"].median()
-        ratios = [medians[(run, FUSED.name)] / medians[(run, SERIAL.name)] for run in range(1, args.runs + 1)]
-        gsd, max_over_min = spread(ratios)
-        listed = ", ".join(f"{r:.2f}" for r in ratios)
-        print(f"{scheme:11s}: runs {listed}x; run-to-run GSD {gsd:.3f}, max/min {max_over_min:.3f}")
-    serial = table[table["side"] == SERIAL.name]["samples_per_s"]
-    fused = table[table["side"] == FUSED.name]["samples_per_s"]
-    print(f"serial B=1 processes: {serial.min():,.0f} to {serial.max():,.0f} samples/s; "
-          f"fused B=32: {fused.min():,.0f} to {fused.max():,.0f}")  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gpu", type=int, default=0)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each scheme")
+    parser.add_argument("--processes", type=int, default=2, help="processes of each side in a run")
+    parser.add_argument("--precision", default="fp16")
+    parser.add_argument("--min-timed-s", type=float, default=3.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="CSV: one row per process, appended as each ends")
+    parser.add_argument("--summarise", type=Path, metavar="CSV",
+                        help="measure nothing: print the summary of an earlier run's CSV")  # fmt: skip
+    args = parser.parse_args()
+    if args.summarise:
+        table = pd.read_csv(args.summarise)
+    else:
+        if args.out and args.out.exists():
+            raise SystemExit(f"--out {args.out}: the file exists; name a new one (rows are appended)")
+        table = measure_runs(args)
+    print("\n" + "\n".join(summarise(table, args.processes, args.precision)))
     return 0
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from .conftest import benchmark_script
@@ -35,3 +37,44 @@ def test_the_spread_of_ratios_is_their_geometric_sd_and_range() -> None:
 def _stdev(values: list[float]) -> float:
     mean = sum(values) / len(values)
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _table(rows: list[tuple[str, int, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"scheme": s, "run": r, "position": i, "side": side, "samples_per_s": v}
+            for i, (s, r, side, v) in enumerate(rows)
+        ]
+    )
+
+
+def test_a_run_cut_short_is_left_out_of_the_spread_and_named() -> None:
+    serial, fused = bench.SERIAL.name, bench.FUSED.name
+    table = _table(
+        [
+            ("blocked", 1, serial, 10.0),
+            ("blocked", 1, serial, 12.0),
+            ("blocked", 1, fused, 110.0),
+            ("blocked", 1, fused, 110.0),
+            ("blocked", 2, serial, 10.0),
+            ("blocked", 2, serial, 10.0),
+            ("blocked", 2, fused, 120.0),
+            ("blocked", 2, fused, 120.0),
+            ("blocked", 3, serial, 50.0),
+        ]  # fmt: skip
+    )
+    assert bench.complete_runs(table, "blocked", 2) == [1, 2]
+    lines = bench.summarise(table, 2, "fp16")
+    blocked = next(line for line in lines if line.startswith("blocked"))
+    assert "runs 10.00, 12.00x" in blocked and "run 3 incomplete, left out" in blocked
+    assert any(line.startswith("interleaved") and "no complete run" in line for line in lines)
+
+
+def test_the_shipped_measurement_summarises_from_its_csv(tmp_path: Path) -> None:
+    shipped = Path(__file__).parents[1] / "benchmarks" / "measured" / "interleaving-h200-2026-11-29.csv"
+    table = pd.read_csv(shipped)
+    assert set(table.columns) == {"scheme", "run", "position", "side", "samples_per_s"}
+    for scheme in bench.SCHEMES:  # every run it counts measured both sides in full
+        for run in bench.complete_runs(table, scheme, 2):
+            sides = table[(table["scheme"] == scheme) & (table["run"] == run)]["side"].value_counts()
+            assert sides[bench.SERIAL.name] == 2 and sides[bench.FUSED.name] == 2
