@@ -4,6 +4,7 @@ dataclasses name different keys, so that neither can drift from the other."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,44 @@ def test_a_claim_names_where_its_figure_stands_or_where_it_was_looked_for(
         load_claims([path], SCHEMA)
     assert f"bad claim file {path}" in str(err.value) and message in str(err.value), str(err.value)
     assert "(claim h200-rate)" in str(err.value)
+
+
+def _dropped(obj: Any, data: dict[str, Any], path: str) -> list[str]:
+    """The keys a shipped claim's YAML gives that its object left empty: what a builder that silently
+    skips a key would leave (the claimed figure, built apart, is compared by its own tests)."""
+    empty: list[str] = []
+    for field in dataclasses.fields(obj):
+        key = field.metadata.get("key", field.name)
+        value: Any = data
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        # a field read through its own function may read nothing on purpose (Scaling.calibrated: None
+        # for an uncertainty given as a number)
+        own_reading = "read" in field.metadata
+        if (
+            value is None
+            or value in ({}, [])
+            or own_reading
+            or isinstance(getattr(obj, field.name), Expected)
+        ):
+            continue
+        read = getattr(obj, field.name)
+        if read is None or read in ((), {}, ""):
+            empty.append(f"{path}.{key}")
+        elif dataclasses.is_dataclass(read) and isinstance(value, dict):
+            empty += _dropped(read, value, f"{path}.{key}")
+        elif isinstance(read, tuple) and read and dataclasses.is_dataclass(read[0]):
+            for index, (item, given) in enumerate(zip(read, value, strict=True)):
+                empty += _dropped(item, given, f"{path}.{key}.{index}")
+    return empty
+
+
+def test_every_key_of_every_shipped_claim_reaches_its_object() -> None:
+    folder = Path(__file__).resolve().parents[1] / "config" / "expected"
+    loaded = {claim.id: claim for claim in load_claims([folder], SCHEMA)}
+    items = [
+        item for path in sorted(folder.glob("*.yaml")) for item in yaml.safe_load(path.read_text())["claims"]
+    ]
+    assert len(items) == len(loaded) > 40
+    for item in items:
+        assert _dropped(loaded[item["id"]], item, item["id"]) == []
