@@ -13,7 +13,7 @@ from gpurepro.hardware import load_hardware
 from gpurepro.verdict import levels
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.loading import load_claims
-from gpurepro.verdict.statuses import DIRECTION_HOST, UNTESTABLE
+from gpurepro.verdict.statuses import DIRECTION_HOST, INFO
 from gpurepro.verdict.summary import paper_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,9 +50,10 @@ def hfta_outcomes(speedup: float):
 @pytest.mark.parametrize("speedup", SPEEDUPS)
 def test_hfta_over_serial_is_host_dependent_on_every_machine(speedup: float) -> None:
     """Three serial processes of one run agree within 3%, yet machines read 9.58 to 13.08x: the
-    serial side is host-paced, its interval spans machines, and the magnitude is shown, not counted."""
+    serial side is host-paced, its interval spans machines, and the magnitude is shown, not counted
+    (the range itself, not found in the paper or its artifact, is shown and never counted)."""
     outcome = {o.claim.id: o for o in hfta_outcomes(speedup)}["hfta-speedup-over-serial"]
-    assert outcome.result == DIRECTION_HOST and outcome.grade == UNTESTABLE
+    assert outcome.result == DIRECTION_HOST and outcome.grade == INFO
     assert "baseline serial: host-paced" in outcome.detail
     # the widest level up to machines: two runs on one host already differed more (1.243) than machines
     assert "between runs GSD 1.243 (hfta host-paced rate" in outcome.detail
@@ -60,8 +61,13 @@ def test_hfta_over_serial_is_host_dependent_on_every_machine(speedup: float) -> 
 
 
 def test_the_hfta_headline_is_the_same_for_all_five_machines() -> None:
-    headlines = {paper_verdicts(hfta_outcomes(speedup))[0].headline for speedup in SPEEDUPS}
+    """The abstract's "up to 15.1x" reads consistent at 9.6x and host-dependent at 13.08x: a maximum
+    over the paper's workloads, shown and not counted, so that the machines read one headline."""
+    outcomes = {speedup: hfta_outcomes(speedup) for speedup in SPEEDUPS}
+    headlines = {paper_verdicts(found)[0].headline for found in outcomes.values()}
     assert len(headlines) == 1, headlines
+    words = {next(o for o in found if o.claim.id == "hfta-up-to-15x").status for found in outcomes.values()}
+    assert len(words) > 1 and all(word.startswith("direction holds") for word in words), words
 
 
 def test_a_graphed_serial_baseline_is_shown_as_a_figure_of_its_own() -> None:

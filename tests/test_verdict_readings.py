@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,10 @@ def test_a_range_across_the_papers_models_and_gpus_is_judged_as_stated(
     the stated high end (with its tolerance) reads above the paper's range, counted as partly held and
     named in the headline."""
     shipped = {c.id: c for c in load_claims([ROOT / "config" / "expected"], SCHEMA, HARDWARE, POINTS)}
-    over_mps = shipped["hfta-speedup-over-mps"]
+    # the shipped range was not found in the paper or its artifact: shown, never counted; read here as
+    # a range of its form would be once its place is found
+    assert shipped["hfta-speedup-over-mps"].not_counted
+    over_mps = replace(shipped["hfta-speedup-over-mps"], not_counted=None)
     assert over_mps.accepted_range() == pytest.approx((1.25 / 1.1, float("inf")))
     assert "the paper states 1.25–4.72 x across the paper's models and GPUs" in over_mps.describe_expected()
     (read,) = evaluate([over_mps], {"hfta_speedup": speedups(value, low, high)}, HARDWARE)

@@ -5,6 +5,12 @@ a metric and statistic, filters on the other columns), what was claimed (a value
 the tolerance and why, the paper's GPU (a file of the hardware table), how an absolute figure scales to
 another GPU or what a relative one says qualitatively, the source and the plot that shows it. Adding a
 claim is adding YAML: nothing in the code knows about any particular study or table.
+
+The format is defined once: workflow/schemas/claims.schema.yaml checks a file and words its errors, and
+the dataclasses below are built from the checked YAML by their fields (built.py), each reading the key
+of its name or the one its `key(...)` names. What follows the schema here is what a schema cannot say:
+defaults taken from elsewhere in the file (a ratio's other side from its measure, a claim's source from
+the file's), figures computed from the source's numbers, and checks across claims and tables.
 """
 
 from __future__ import annotations
@@ -14,18 +20,26 @@ import math
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import GpureproError
 from ..hardware import Gpu, load_hardware
 from ..profiles import project_root
 from ..schema import first_error, read_yaml
+from .built import build, key, words
 from .points import PointKeys, check_selection
 from .ranges import Expected, Tolerance, accepted_range, expected_ends, number
 
 REDUCTIONS = ("single", "each", "min", "max", "median", "mean")
 RELATIVE, ABSOLUTE = "relative", "absolute"
 REPRODUCTION, REGRESSION = "reproduction", "regression"
+
+
+class Interval(NamedTuple):
+    """Statistics of a selection's rows that bound its value's interval (e.g. ci_low, ci_high)."""
+
+    low: str
+    high: str
 
 
 @dataclass(frozen=True)
@@ -38,7 +52,7 @@ class Selection:
     where: dict[str, Any] = field(default_factory=dict)
     reduce: str = "single"
     # statistics of the same rows that bound the value's interval over reps and runs (e.g. ci_low, ci_high)
-    interval: tuple[str, str] | None = None
+    interval: Interval | None = None
 
     def with_where(self, where: dict[str, Any]) -> Selection:
         """The same selection with `where` merged over its own (another point of the same table)."""
@@ -58,15 +72,18 @@ class Scaling:
     """How an absolute figure moves to another GPU: times (rate here / rate there) ^ exponent for each
     reference rate, with the scaling's own relative uncertainty."""
 
-    exponents: dict[str, float]
-    uncertainty: float
-    why: str
+    exponents: dict[str, float] = key("with")
+    # "calibrated" reads NaN here and in `calibrated` until loading.load_claims reads the calibration
+    uncertainty: float = key("uncertainty", lambda value: math.nan if value == "calibrated" else value)
+    why: str = ""
     # a claim of the same source table on a GPU nearer this one, whose reading this claim takes where
     # its own datasheet scaling would bridge more GPU generations than the rule was checked on
     through: str | None = None
     # the datasheet rule calibrated (pairs.py): its datasheet ratios taken to this power, `uncertainty`
     # the calibration's residual spread; NaN until the calibration is read (uncertainty: calibrated)
-    calibrated: float | None = None
+    calibrated: float | None = key(
+        "uncertainty", lambda v: math.nan if v == "calibrated" else None, default=None
+    )
 
     @property
     def describe_uncertainty(self) -> str:
@@ -175,7 +192,7 @@ class Beside:
 
     statistic: str
     says: str
-    interval: tuple[str, str] | None = None
+    interval: Interval | None = None
 
 
 @dataclass(frozen=True)
@@ -207,13 +224,13 @@ class Claim:
     claim: str
     kind: str
     study: str
-    gpus: tuple[str, ...]  # the paper's GPUs: ids of the hardware table
+    gpus: tuple[str, ...] = key("gpu")  # the paper's GPUs: ids of the hardware table
     measure: Selection
-    expected: Expected
-    tolerance: Tolerance
-    unit: str
-    source: dict[str, Any]  # title, authors, venue, where, url, note: text; versions: a list of them
-    file: str
+    expected: Expected = Expected()
+    tolerance: Tolerance = Tolerance()
+    unit: str = ""
+    source: dict[str, Any] = field(default_factory=dict)  # title, authors, venue, where, url, note, versions
+    file: str = ""
     purpose: str = REPRODUCTION
     divide_by: Selection | None = None
     subtract: Selection | None = None
@@ -222,10 +239,10 @@ class Claim:
     # an ordering claim: the value at each of these points (merged over measure.where) exceeds the last
     order: tuple[dict[str, Any], ...] = ()
     off_paper_gpu: OffPaperGpu | None = None
-    needs_gpus: int = 0
-    needs_setup: str | None = None  # what no run of this pipeline sets up (e.g. MIG partitions)
-    needs_population: Population | None = None
-    needs_sweep: Sweep | None = None
+    needs_gpus: int = key("needs.gpus", default=0)
+    needs_setup: str | None = key("needs.setup", default=None)  # what no run here sets up (MIG partitions)
+    needs_population: Population | None = key("needs.population", default=None)
+    needs_sweep: Sweep | None = key("needs.sweep", default=None)
     plot: str | None = None
     note: str | None = None
     campaign: OnCampaign | None = None  # how a campaign's tables judge it, where they can
@@ -417,9 +434,9 @@ def _check_points(claim: Claim, points: PointKeys, place: str) -> None:
     measure = claim.measure
     if not claim.order:  # an ordering's points complete its where
         check_selection(measure.table, measure.where, measure.reduce, points, place, "measure")
-    for key, other in (("divide_by", claim.divide_by), ("subtract", claim.subtract)):
+    for name, other in (("divide_by", claim.divide_by), ("subtract", claim.subtract)):
         if other is not None:
-            check_selection(other.table, other.where, other.reduce, points, place, key)
+            check_selection(other.table, other.where, other.reduce, points, place, name)
     for index, point in enumerate(claim.order):
         check_selection(measure.table, {**measure.where, **point}, "single", points, place, f"order.{index}")
     if claim.campaign is not None:
@@ -432,9 +449,7 @@ def _load_file(file: Path, schema: Path) -> list[Claim]:
     problem = first_error(data, schema)
     if problem:
         raise GpureproError(f"bad claim file {file}: {problem}{_claim_id_hint(data, problem)}")
-    default_source = data.get("source", {})
-    purpose = data.get("purpose", REPRODUCTION)
-    return [_claim(item, index, file, default_source, purpose) for index, item in enumerate(data["claims"])]
+    return [_claim(item, index, file, data) for index, item in enumerate(data["claims"])]
 
 
 def _claim_id_hint(data: Any, problem: str) -> str:
@@ -450,11 +465,42 @@ def _claim_id_hint(data: Any, problem: str) -> str:
     return f" (claim {claim_id})" if claim_id else ""
 
 
-def _claim(
-    item: dict[str, Any], index: int, file: Path, default_source: dict[str, str], purpose: str
-) -> Claim:
+def _claim(item: dict[str, Any], index: int, file: Path, data: dict[str, Any]) -> Claim:
+    """One claim as the schema checked it, built by its fields, with what the schema cannot say: the
+    file's source and purpose under the claim's own, the other sides' defaults from its measure, the
+    figure computed from the source's numbers."""
     where = f"bad claim file {file}: claim {item['id']} (claims.{index})"
-    source = {**default_source, **item.get("source", {})}
+    measure = build(Selection, item["measure"])
+    off = item.get("off_paper_gpu")
+    return build(
+        Claim,
+        item,
+        measure=measure,
+        source=_source(data.get("source", {}), item.get("source", {}), where),
+        file=file.name,
+        purpose=data.get("purpose", REPRODUCTION),
+        expected=_expected(item["expected"], where) if "expected" in item else Expected(),
+        not_counted=_not_counted(item),
+        divide_by=_other_side(item, "divide_by", measure, where),
+        subtract=_other_side(item, "subtract", measure, where),
+        off_paper_gpu=build(OffPaperGpu, off, timing=_other_side(off, "timing", measure, where))
+        if off
+        else None,
+    )
+
+
+def _not_counted(item: dict[str, Any]) -> str | None:
+    """Why the claim is shown but not counted: its own reason, or a figure whose place in its source
+    was not found (a figure no reviewer can check is no published claim until it is found)."""
+    if "not_counted" in item:
+        return words(item["not_counted"])
+    missing = item["source"].get("not_found")
+    return f"its figure was not found in the source (looked for in: {words(missing)})" if missing else None
+
+
+def _source(default: dict[str, Any], own: dict[str, Any], where: str) -> dict[str, Any]:
+    """The claim's source over the file's, with a title, and a judged version among its versions."""
+    source = {**default, **own}
     if "title" not in source:
         raise GpureproError(f"{where}: key source: no source title, in the claim or at the top of the file")
     versions = [version["name"] for version in source.get("versions", [])]
@@ -463,183 +509,43 @@ def _claim(
             f"{where}: key source.judged: {source.get('judged')!r} is not one of the source's versions "
             f"({', '.join(versions)})"
         )
-    measure = _selection(item["measure"])
-    scaling = item.get("scaling")
-    direction = item.get("direction")
-    off = item.get("off_paper_gpu")
-    gpus = item["gpu"]
-    needs = item.get("needs", {})
-    return Claim(
-        id=item["id"],
-        claim=item["claim"],
-        kind=item["kind"],
-        study=item["study"],
-        gpus=(gpus,) if isinstance(gpus, str) else tuple(gpus),
-        measure=measure,
-        expected=_expected(item, where),
-        tolerance=_tolerance(item, where),
-        unit=item["unit"],
-        source=source,
-        file=file.name,
-        purpose=purpose,
-        divide_by=_other_side(item, "divide_by", measure, where),
-        subtract=_other_side(item, "subtract", measure, where),
-        scaling=_scaling(scaling) if scaling else None,
-        direction=_direction(direction) if direction else None,
-        order=tuple(dict(point) for point in item.get("order", [])),
-        off_paper_gpu=OffPaperGpu(
-            off["reading"],
-            off["why"].strip(),
-            dict(off.get("graph", {})),
-            _other_side(off, "timing", measure, where),
-        )
-        if off
-        else None,
-        needs_gpus=needs.get("gpus", 0),
-        needs_setup=needs.get("setup"),
-        needs_population=Population(needs["population"]["gpus"], needs["population"]["why"].strip())
-        if "population" in needs
-        else None,
-        needs_sweep=Sweep(needs["sweep"]["column"], needs["sweep"]["at_least"]) if "sweep" in needs else None,
-        plot=item.get("plot"),
-        note=item.get("note"),
-        campaign=_on_campaign(item["campaign"]) if "campaign" in item else None,
-        protocol=_protocol(item["protocol"]) if "protocol" in item else None,
-        not_counted=_words(item["not_counted"]) if "not_counted" in item else None,
-        revisions=tuple(
-            Revision(
-                str(r["date"]), _words(r["change"]), _words(r["why"]), _words(r["before"]), _words(r["after"])
-            )
-            for r in item.get("revisions", [])
-        ),
-    )
+    return source
 
 
-def _scaling(data: dict[str, Any]) -> Scaling:
-    """A scaling; `uncertainty: calibrated` asks for the datasheet rule's calibration (NaN until read)."""
-    calibrated = data["uncertainty"] == "calibrated"
-    return Scaling(
-        dict(data["with"]),
-        math.nan if calibrated else data["uncertainty"],
-        data["why"].strip(),
-        data.get("through"),
-        math.nan if calibrated else None,
-    )
-
-
-def _words(text: str) -> str:
-    """A folded YAML text as one line."""
-    return " ".join(str(text).split())
-
-
-def _protocol(data: dict[str, Any]) -> Protocol:
-    return Protocol(
-        paper=_words(data["paper"]),
-        here=_words(data["here"]),
-        differences=tuple(
-            Difference(_words(d["what"]), bool(d["moves"]), _words(d["why"]))
-            for d in data.get("differences", [])
-        ),
-        quick=_words(data["quick"]) if "quick" in data else None,
-    )
-
-
-def _on_campaign(data: dict[str, Any]) -> OnCampaign:
-    needs = data.get("needs")
-    return OnCampaign(
-        measure=_selection(data["measure"]),
-        needs=Population(needs["gpus"], needs["why"].strip()) if needs else None,
-        direction=_direction(data["direction"]) if "direction" in data else None,
-        definition=" ".join(data["definition"].split()) if "definition" in data else None,
-        beside=tuple(
-            Beside(b["statistic"], " ".join(b["says"].split()), _interval(b)) for b in data.get("beside", [])
-        ),
-    )
-
-
-def _interval(data: dict[str, Any]) -> tuple[str, str] | None:
-    return (data["interval"]["low"], data["interval"]["high"]) if "interval" in data else None
-
-
-def _direction(direction: dict[str, Any]) -> Direction:
-    test = direction.get("test")
-    return Direction(
-        direction.get("above"),
-        direction.get("below"),
-        Test(test["statistic"], test["alpha"], test["says"].strip()) if test else None,
-    )
-
-
-def _expected(item: dict[str, Any], where: str) -> Expected:
-    """The claimed figure; an ordering claim states none (its points' order is the claim)."""
-    if "expected" not in item:
-        if "order" not in item:
-            raise GpureproError(f"{where}: key expected: required (only an ordering claim goes without)")
-        return Expected()
-    expected = dict(item["expected"])
-    across = expected.pop("across", None)
-    formula = expected.pop("computed", None)
-    if formula is not None:
-        if expected:
-            raise GpureproError(f"{where}: key expected: give computed alone, not with {', '.join(expected)}")
+def _expected(expected: dict[str, Any], where: str) -> Expected:
+    """The claimed figure: a value (or one computed from the source's numbers), a range or a bound; a
+    range the paper states `across` its models and GPUs is judged at its lower end alone."""
+    if "computed" in expected:
         try:
-            expected["value"] = computed_value(formula)
+            value = computed_value(expected["computed"])
         except ValueError as error:
-            raise GpureproError(f"{where}: key expected.computed: {formula!r}: {error}") from error
-    if "value" in expected and len(expected) > 1:
-        raise GpureproError(f"{where}: key expected: give a value, or min and/or max, not both")
-    if "min" in expected and "max" in expected and expected["min"] > expected["max"]:
-        raise GpureproError(
-            f"{where}: key expected: min {expected['min']} is more than max {expected['max']}"
-        )
-    if across is not None:
-        if "min" not in expected or "max" not in expected:
             raise GpureproError(
-                f"{where}: key expected.across: a range across models and GPUs needs min and max"
-            )
-        # judged as the paper states it: one workload on another GPU is held to the range's lower end
-        return Expected(None, expected["min"], None, formula, across.strip(), expected["max"])
-    return Expected(expected.get("value"), expected.get("min"), expected.get("max"), formula)
+                f"{where}: key expected.computed: {expected['computed']!r}: {error}"
+            ) from error
+        return Expected(value=value, formula=expected["computed"])
+    low, high = expected.get("min"), expected.get("max")
+    if low is not None and high is not None and low > high:
+        raise GpureproError(f"{where}: key expected: min {low} is more than max {high}")
+    if "across" in expected:
+        return Expected(low=low, across=words(expected["across"]), stated_high=high)
+    return Expected(expected.get("value"), low, high)
 
 
-def _tolerance(item: dict[str, Any], where: str) -> Tolerance:
-    tolerance = item.get("tolerance")
-    if tolerance is None:
-        if "order" not in item:
-            raise GpureproError(f"{where}: key tolerance: required (only an ordering claim goes without)")
-        return Tolerance()
-    if "relative" in tolerance and "absolute" in tolerance:
-        raise GpureproError(f"{where}: key tolerance: give relative or absolute, not both")
-    return Tolerance(tolerance.get("relative", 0.0), tolerance.get("absolute", 0.0), tolerance["why"].strip())
-
-
-def _other_side(item: dict[str, Any], key: str, measure: Selection, where: str) -> Selection | None:
-    """The denominator of a ratio (divide_by) or the subtrahend of a difference (subtract): keys left
-    out come from measure, its where merged over measure's."""
-    if key not in item:
+def _other_side(item: dict[str, Any], name: str, measure: Selection, where: str) -> Selection | None:
+    """The denominator of a ratio (divide_by), the subtrahend of a difference (subtract) or a timing
+    read beside the measure: keys left out come from measure, its where merged over measure's."""
+    if name not in item:
         return None
-    other = item[key]
-    selection = Selection(
-        table=other.get("table", measure.table),
-        metric=other.get("metric", measure.metric),
-        statistic=other.get("statistic", measure.statistic),
+    other = item[name]
+    selection = build(
+        Selection,
+        other,
+        **{f: getattr(measure, f) for f in ("table", "metric", "statistic", "reduce") if f not in other},
         where={**measure.where, **other.get("where", {})},
-        reduce=other.get("reduce", measure.reduce),
-        interval=_interval(other) or measure.interval,
+        **({} if "interval" in other else {"interval": measure.interval}),
     )
     if "each" in (measure.reduce, selection.reduce):
         raise GpureproError(
-            f"{where}: key {key}: a ratio or difference needs one value on each side, not reduce: each"
+            f"{where}: key {name}: a ratio or difference needs one value on each side, not reduce: each"
         )
     return selection
-
-
-def _selection(data: dict[str, Any]) -> Selection:
-    return Selection(
-        table=data["table"],
-        metric=data["metric"],
-        statistic=data["statistic"],
-        where=dict(data.get("where", {})),
-        reduce=data.get("reduce", "single"),
-        interval=_interval(data),
-    )

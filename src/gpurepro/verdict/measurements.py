@@ -5,7 +5,8 @@ states ResNet-50's images/s on one V100 and on one A100: a run measures the one 
 read through another's figure (scaling.through) is that figure again. Only one reading of a measurement
 counts toward its paper's headline; the others are shown with it.
 
-Which reading counts: the one judged exactly on its paper's GPU, else one read directly (not through
+Which reading counts: one that is counted at all, then the one judged exactly on its paper's GPU, else
+one read directly (not through
 another claim), else the first in the claim files' order, so that on a V100 the V100's own figure counts
 and on an H200 the A100's, which the V100's is read through."""
 
@@ -39,10 +40,13 @@ def measurement_key(claim: Claim) -> tuple[object, ...]:
     )
 
 
-def _rank(outcome: Outcome) -> tuple[int, int, int]:
-    """Lower counts first: measured, judged on the paper's GPU, read directly."""
+def _rank(outcome: Outcome) -> tuple[int, int, int, int]:
+    """Lower counts first: measured, counted at all (a claim shown but never counted, e.g. one whose
+    figure was not found in its source, leaves the measurement to one that counts), judged on the
+    paper's GPU, read directly."""
     return (
         outcome.grade == UNMEASURED,
+        outcome.claim.not_counted is not None,
         outcome.judged != EXACT,
         outcome.through is not None,
     )
