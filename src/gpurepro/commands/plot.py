@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 
@@ -18,8 +19,12 @@ from .options import read_table, require_paths
 PLOTTERS = {
     "sgemm": lambda table, args: sgemm_plot.plot(table, sgemm_plot.read_traces(args.traces)),
     "variability": lambda reps, _args: variability_plot.plot(reps),
-    "deit": lambda table, _args: inference_plot.plot(table, "deit"),
-    "bert": lambda table, _args: inference_plot.plot(table, "bert"),
+    "deit": lambda table, args: inference_plot.plot(
+        table, "deit", processes=_beside(args.table, "processes")
+    ),
+    "bert": lambda table, args: inference_plot.plot(
+        table, "bert", processes=_beside(args.table, "processes")
+    ),
     "hfta": lambda table, _args: hfta_plot.plot(table),
     "ddp": lambda table, args: ddp_plot.plot(table, _optional(args.reference)),
     "runtimes": lambda table, _args: runtimes.plot(table),
@@ -41,6 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _optional(path: str | None) -> pd.DataFrame | None:
     return read_table("--reference", path) if path else None
+
+
+def _beside(table: str, part: str) -> pd.DataFrame | None:
+    """The table written beside the one given by the same aggregation (tables/<name>_<part>.csv: an
+    inference family's across-process table, which a difference of two of its points is judged on),
+    where it exists: the figure judges its claims on the tables the verdict reads."""
+    path = Path(table).with_name(f"{Path(table).stem}_{part}.csv")
+    return read_table(part, str(path)) if path.is_file() else None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,12 +27,14 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from ..plotting import (
+    Band,
+    draw_judged,
     failures,
     figure,
     finish,
+    judged_handles,
     not_reported,
     nothing_ran,
     plain_log_ticks,
@@ -60,8 +62,9 @@ DASHES = {"stock": "", "graphed": (4, 2), "compiled": (1, 1.5)}  # seaborn's das
 CLAIMS = "hfta"  # config/expected/hfta.yaml
 # a claim's reading: the range it accepted (low, high), what the paper's range spans, whether one workload
 # here is held to its lower end alone, the value it read, the interval it judged that value by, its status
+# and whether its magnitude is host-dependent (a host-paced baseline: shown, not counted)
 RANGE_COLUMNS = ["baseline", "low", "high", "across", "one_sided", "value", "interval_low", "interval_high",
-                 "status"]  # fmt: skip
+                 "status", "host_dependent"]  # fmt: skip
 INTERVAL = "95% interval across processes"
 JUDGED = (
     "bars: where a claim reads the point, the interval the verdict judged it by (at least the spread between "
@@ -91,7 +94,8 @@ def judged_ranges(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
         rows += [
             {"baseline": where["baseline"], "low": reading.accepted[0], "high": reading.accepted[1],
              "across": expected.across or "the paper's models", "one_sided": expected.across is not None,
-             "value": value, "interval_low": low, "interval_high": high, "status": reading.status}
+             "value": value, "interval_low": low, "interval_high": high, "status": reading.status,
+             "host_dependent": reading.host_dependent}
             for value, (low, high) in zip(reading.values, reading.intervals, strict=True)
         ]  # fmt: skip
     return pd.DataFrame(rows, columns=RANGE_COLUMNS)
@@ -147,14 +151,9 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
                 va="center",
                 fontsize=8,
             )
-        for _, band in published.iterrows():
-            for xi in x[np.isclose(value, band["value"])]:
-                ax.fill_between(
-                    [xi - step / 2, xi + step / 2], band["low"], band["high"], color=COLOURS[baseline],
-                    alpha=0.18, linewidth=0, zorder=1,
-                )  # fmt: skip
-                if band["one_sided"]:  # the end a workload here is held to, drawn as what it is
-                    ax.hlines(band["low"], xi - step / 2, xi + step / 2, color=COLOURS[baseline], linewidth=2)
+        for reading in published.itertuples():  # its bar is the point's own, drawn above
+            for xi in x[np.isclose(value, reading.value)]:
+                draw_judged(ax, xi - step / 2, xi + step / 2, _band(reading), COLOURS[baseline], bar=False)
         no_interval += [
             f"{w} over {baseline}"
             for w, lo in zip(these["workload"], low, strict=True)
@@ -167,6 +166,16 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
     ax.set_xlim(-0.6, len(workloads) - 0.4)
     ax.set(xlabel="workload", ylabel=SPEEDUP_YLABEL)
     return no_interval
+
+
+def _band(reading: object) -> Band:
+    """A row of judged_ranges() as the band plotting.draw_judged draws: the range's lower end, which one
+    workload here is held to, drawn as what it is."""
+    return Band(
+        value=reading.value, interval=(reading.interval_low, reading.interval_high),
+        accepted=(reading.low, reading.high), host_dependent=bool(reading.host_dependent),
+        one_sided=bool(reading.one_sided),
+    )  # fmt: skip
 
 
 def _median(values: pd.Series) -> float:
@@ -213,7 +222,7 @@ def _legend(fig: Figure, points: pd.DataFrame, steps: list[str], ranges: pd.Data
     if len(ranges):
         across = "; ".join(dict.fromkeys(ranges["across"]))
         label = f"accepted as judged here: the paper's range across {across}, with its tolerance"
-        handles.append(Patch(color="0.5", alpha=0.35, label=textwrap.fill(label, 30)))
+        handles += judged_handles([_band(reading) for reading in ranges.itertuples()], label)
         if ranges["one_sided"].any():
             label = "its lower end: what one workload on this GPU is held to"
             handles.append(Line2D([], [], color="0.3", linewidth=2, label=textwrap.fill(label, 30)))
