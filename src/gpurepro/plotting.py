@@ -85,6 +85,15 @@ class Band:
     accepted: tuple[float, float]
     host_dependent: bool = False
     one_sided: bool = False
+    claim: str = ""  # the claim's id and the verdict's words, for the note under the figure
+    status: str = ""
+
+    def said(self) -> str:
+        """'h200-cublas-rate-n8192 51.22 judged by [50.24, 52.23], accepted 48.72 to 53.72: consistent'."""
+        low, high = self.interval
+        interval = f" judged by [{low:.4g}, {high:.4g}]" if math.isfinite(low) and math.isfinite(high) else ""
+        accepted = f"accepted {self.accepted[0]:.4g} to {self.accepted[1]:.4g}"
+        return f"{self.claim} {self.value:.4g}{interval}, {accepted}: {self.status}"
 
 
 HOST_HATCH = "///"
@@ -129,6 +138,13 @@ def judged_handles(bands: Sequence[Band], accepted: str = ACCEPTED_LABEL, bar: b
         handles.append(Patch(facecolor="none", edgecolor="0.3", hatch=HOST_HATCH,
                              label=textwrap.fill(HOST_LABEL, 30)))  # fmt: skip
     return handles
+
+
+def judged_note(lead: str, drawn: Sequence[Band], apart: Sequence[Band] = ()) -> str:
+    """The note under a figure that draws claims as the verdict judged them: `lead` (what the boxes and
+    bars are), then each reading in the verdict's words, those drawn and those no panel shows."""
+    words = f"{lead}. The verdict on these tables: " + "; ".join(band.said() for band in drawn)
+    return words + ("; on no panel: " + "; ".join(band.said() for band in apart) if apart else "")
 
 
 def unit(table: pd.DataFrame, metric: str, statistic: str = "median") -> str:

@@ -18,12 +18,12 @@ from .options import read_table, require_paths
 
 PLOTTERS = {
     "sgemm": lambda table, args: sgemm_plot.plot(table, sgemm_plot.read_traces(args.traces)),
-    "variability": lambda reps, _args: variability_plot.plot(reps),
+    "variability": lambda reps, args: variability_plot.plot(reps, _beside(args.table, "variability_summary")),
     "deit": lambda table, args: inference_plot.plot(
-        table, "deit", processes=_beside(args.table, "processes")
+        table, "deit", processes=_beside(args.table, "{stem}_processes")
     ),
     "bert": lambda table, args: inference_plot.plot(
-        table, "bert", processes=_beside(args.table, "processes")
+        table, "bert", processes=_beside(args.table, "{stem}_processes")
     ),
     "hfta": lambda table, _args: hfta_plot.plot(table),
     "ddp": lambda table, args: ddp_plot.plot(table, _optional(args.reference)),
@@ -48,12 +48,12 @@ def _optional(path: str | None) -> pd.DataFrame | None:
     return read_table("--reference", path) if path else None
 
 
-def _beside(table: str, part: str) -> pd.DataFrame | None:
-    """The table written beside the one given by the same aggregation (tables/<name>_<part>.csv: an
-    inference family's across-process table, which a difference of two of its points is judged on),
-    where it exists: the figure judges its claims on the tables the verdict reads."""
-    path = Path(table).with_name(f"{Path(table).stem}_{part}.csv")
-    return read_table(part, str(path)) if path.is_file() else None
+def _beside(table: str, name: str) -> pd.DataFrame | None:
+    """The table the same aggregation wrote beside the one given (tables/<name>.csv, `name` formatted
+    with the given table's stem: an inference family's across-process table, the variability summary),
+    where it exists: a figure judges its claims on the tables the verdict reads."""
+    path = Path(table).with_name(f"{name.format(stem=Path(table).stem)}.csv")
+    return read_table(name, str(path)) if path.is_file() else None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,18 +33,18 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ..errors import GpureproError
 from ..plotting import (
-    Band,
     draw_judged,
     failures,
     figure,
     finish,
     judged_handles,
+    judged_note,
     not_reported,
     nothing_ran,
     yerr,
 )
 from ..process_stats import across_processes
-from ..verdict.published import Judged, drawn_on, study_claims
+from ..verdict.published import Judged, judged_on, study_claims
 from .pace import STATISTIC as AT_MEDIAN_PACE
 from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
@@ -108,11 +108,8 @@ REFERENCE_COLUMNS = [
 ]  # fmt: skip
 NO_ENERGY = "power and energy above active idle: not reported by this device (no NVML or RAPL counter)"
 # A claim as the verdict judged it on these tables, at the point it read (`panel` "" where no panel shows
-# it): the value, the interval it was judged by, the accepted range, host-dependence and the verdict's words
-JUDGED_COLUMNS = [
-    "panel", "model", "seq_len", "precision", "batch_size", "mode", "value", "interval_low", "interval_high",
-    "low", "high", "host_dependent", "claim", "status",
-]  # fmt: skip
+# it): the band to draw (plotting.Band: value, judged interval, accepted range, host-dependence, words)
+JUDGED_COLUMNS = ["panel", "model", "seq_len", "precision", "batch_size", "mode", "band"]
 JUDGED = (
     "where the verdict judged a claim against a range, the point it read has the range it accepted as a "
     "box behind it and the interval it judged the value by as its bar (none where it judged the value "
@@ -179,56 +176,14 @@ def judged_points(readings: list[Judged]) -> pd.DataFrame:
     or a figure of another basis has none. A direction judged alone (no range tested) is left out."""
     rows = []
     for reading in readings:
-        claim, (low, high) = reading.claim, reading.accepted
+        claim, measure = reading.claim, reading.claim.measure
         if not reading.range_tested or len(reading.values) != 1:
             continue
-        where, measure = claim.measure.where, claim.measure
         one_point = not (claim.divide_by or claim.subtract)
         panel = CLAIM_PANELS.get((measure.metric, measure.statistic), "") if one_point else ""
-        (interval_low, interval_high), (value,) = reading.intervals[0], reading.values
-        rows.append(
-            {"panel": panel, "model": where.get("model"), "seq_len": where.get("seq_len", math.nan),
-             "precision": where.get("precision"), "batch_size": where.get("batch_size"),
-             "mode": where.get("mode"), "value": value, "interval_low": interval_low,
-             "interval_high": interval_high, "low": low, "high": high,
-             "host_dependent": reading.host_dependent, "claim": claim.id, "status": reading.status}
-        )  # fmt: skip
+        keys = {key: measure.where.get(key, math.nan) for key in JUDGED_COLUMNS[1:-1]}
+        rows.append({"panel": panel, **keys, "band": reading.band()})
     return pd.DataFrame(rows, columns=JUDGED_COLUMNS)
-
-
-def _judged(family: str, tables: dict[str, pd.DataFrame], notes: list[str]) -> pd.DataFrame:
-    """The verdict's readings of the family's claims on these tables, or none (with a note saying why)
-    where the claims do not load."""
-    try:
-        return judged_points(drawn_on(family, tables))
-    except GpureproError as error:
-        notes.append(f"claims not judged here: {error}")
-        return pd.DataFrame(columns=JUDGED_COLUMNS)
-
-
-def _band(reading: pd.Series) -> Band:
-    return Band(
-        value=reading["value"], interval=(reading["interval_low"], reading["interval_high"]),
-        accepted=(reading["low"], reading["high"]), host_dependent=bool(reading["host_dependent"]),
-    )  # fmt: skip
-
-
-def _said(row: pd.Series) -> str:
-    """'deit-b-a100-latency-bs1-amp 3.555 judged by [3.1, 4.0], accepted 3.8 to 5.026: inconsistent'."""
-    judged_by = f" judged by [{row['interval_low']:.4g}, {row['interval_high']:.4g}]"
-    interval = judged_by if math.isfinite(row["interval_low"]) else ""
-    accepted = f"accepted {row['low']:.4g} to {row['high']:.4g}"
-    return f"{row['claim']} {row['value']:.4g}{interval}, {accepted}: {row['status']}"
-
-
-def _judged_words(bands: pd.DataFrame) -> str:
-    """The verdict's reading of each judged claim, drawn or on no panel (a ratio, a difference, a figure
-    of another basis), in words: the value, the interval it was judged by, the range and the verdict."""
-    drawn, apart = bands[bands["panel"] != ""], bands[bands["panel"] == ""]
-    words = f"{JUDGED}. The verdict on these tables: " + "; ".join(_said(row) for _, row in drawn.iterrows())
-    return words + (
-        "; on no panel: " + "; ".join(_said(row) for _, row in apart.iterrows()) if len(apart) else ""
-    )
 
 
 def _intervals(points: pd.DataFrame) -> pd.DataFrame:
@@ -287,7 +242,7 @@ def _draw(
     rows = rows.assign(x=np.nan)
     for _, band in bands.iterrows():  # the point a claim reads: the interval the verdict judged it by
         read = (rows["label"] == band["label"]) & (rows["mode"] == band["mode"])
-        rows.loc[read, ["low", "high"]] = [band["interval_low"], band["interval_high"]]
+        rows.loc[read, ["low", "high"]] = list(band["band"].interval)
     for i, mode in enumerate(modes):
         these = rows[rows["mode"] == mode]
         if these.empty:
@@ -296,7 +251,7 @@ def _draw(
         rows.loc[these.index, "x"] = x  # where each point went, for a bar cut at the axis' top
         for _, band in bands[bands["mode"] == mode].iterrows():
             for xi in x[(these["label"] == band["label"]).to_numpy()]:
-                draw_judged(ax, xi - step / 2, xi + step / 2, _band(band), colours[mode], bar=False)
+                draw_judged(ax, xi - step / 2, xi + step / 2, band["band"], colours[mode], bar=False)
         value = these["value"].to_numpy()
         ax.errorbar(
             x, value, yerr=yerr(value, these["low"], these["high"]), fmt=MARKERS[i % len(MARKERS)],
@@ -432,7 +387,7 @@ def plot(
         tables = {f"inference_{family}": table}
         if processes is not None:
             tables[f"inference_{family}_processes"] = processes
-        judged = _judged(family, tables, notes)
+        judged = judged_points(judged_on(family, tables, notes))
     judged = judged.assign(label=list(map(_label, judged["model"], judged["seq_len"])))
     if set(summary["panel"]) == {PANELS[0].title}:
         notes.insert(0, NO_ENERGY)
@@ -453,7 +408,7 @@ def plot(
             not_reported(ax, f"{panel.title}: not measured at {precision}, batch {batch}")
             continue
         _draw(ax, rows, marks, bands, labels, modes, colours)
-        drawn += [_band(band) for _, band in bands.iterrows()]
+        drawn += list(bands["band"])
         marked += int(marks["label"].isin(labels).sum())
         ax.set(xlabel="model", ylabel=panel.ylabel)
     runs = sorted(int(n) for n in summary["runs"].unique())
@@ -471,7 +426,8 @@ def plot(
         points = "; ".join(sorted(f"{p}, batch {b}" for p, b in at))
         notes.append(f"{gpus} published figures ({points}): no point measured here to mark them by")
     if len(judged):
-        notes.append(_judged_words(judged))
+        apart = list(judged.loc[judged["panel"] == "", "band"])
+        notes.append(judged_note(JUDGED, list(judged.loc[judged["panel"] != "", "band"]), apart))
     handles += judged_handles(drawn)
     if len(other_basis):
         notes.append(_not_drawn(other_basis))

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..errors import GpureproError
 from ..hardware import Gpu, load_hardware
+from ..plotting import Band
 from ..profiles import project_root
 from .claims import Claim
 from .loading import load_claims
@@ -57,6 +59,13 @@ class Judged:
         not counted): a figure draws it so, as the verdict words it."""
         return self.result in (DIRECTION_HOST, HOST_DEPENDENT)
 
+    def band(self, index: int = 0, one_sided: bool = False) -> Band:
+        """Its `index`th value as the band a figure draws (plotting.draw_judged)."""
+        return Band(
+            value=self.values[index], interval=self.intervals[index], accepted=self.accepted,
+            host_dependent=self.host_dependent, one_sided=one_sided, claim=self.claim.id, status=self.status,
+        )  # fmt: skip
+
     @property
     def range_tested(self) -> bool:
         """Whether the verdict read the value against its accepted range: not where it judged the
@@ -78,6 +87,16 @@ def drawn_on(plot: str, tables: dict[str, pd.DataFrame], gpu_count: int | None =
     hardware = load_hardware()
     claims = load_claims([project_root() / "config" / "expected"], hardware=hardware)
     return [reading for reading in _ranged(claims, hardware, tables, gpu_count) if reading.claim.plot == plot]
+
+
+def judged_on(plot: str, tables: dict[str, pd.DataFrame], notes: list[str]) -> list[Judged]:
+    """drawn_on() for a figure: where the claims do not load, none, and a note saying why (the figure
+    is still drawn)."""
+    try:
+        return drawn_on(plot, tables)
+    except GpureproError as error:
+        notes.append(f"claims not judged here: {error}")
+        return []
 
 
 def _ranged(
