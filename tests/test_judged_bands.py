@@ -91,6 +91,11 @@ def _box_at(ax: Axes, accepted: tuple[float, float]) -> tuple[float, float, floa
     return box
 
 
+def _middle(ax: Axes, x0: float, x1: float) -> float:
+    """A box's middle as drawn: the geometric one on a log axis."""
+    return math.sqrt(x0 * x1) if ax.get_xscale() == "log" else (x0 + x1) / 2
+
+
 def _panel(fig: Figure, title: str) -> Axes:
     (ax,) = [ax for ax in fig.axes if ax.get_title() == title]
     return ax
@@ -175,7 +180,9 @@ def test_sgemm_draws_each_judged_rate_with_its_range_and_interval(h200: Path) ->
         x0, x1, *_ = _box_at(rate, outcome.shown_range)
         n = outcome.claim.measure.where["n"]
         assert x0 <= n <= x1 and x1 / x0 < 1.2  # beside its own N, not another's
-        assert (pytest.approx((x0 + x1) / 2), *map(pytest.approx, outcome.intervals[0])) in _bars(rate)
+        assert (pytest.approx(_middle(rate, x0, x1)), *map(pytest.approx, outcome.intervals[0])) in _bars(
+            rate
+        )
     fig = sgemm_plot.plot(table, pd.DataFrame())
     ratio = verdict["h200-tiled-vs-cublas-n8192"]
     assert _said(f"on no panel: h200-tiled-vs-cublas-n8192 {ratio.values[0]:.4g} judged by [") in _notes(fig)
@@ -218,3 +225,26 @@ def test_hfta_marks_the_speedup_over_serial_host_dependent(h200: Path) -> None:
     assert (pytest.approx((x0 + x1) / 2), *map(pytest.approx, serial.intervals[0])) in _bars(speedups)
     assert any("host-dependent" in text.get_text() for text in fig.legends[0].get_texts())
     assert not math.isclose(low, high)
+
+
+def test_hfta_draws_the_projects_own_fused_throughput_at_its_b(h200: Path) -> None:
+    """This project's own fused ResNet-18 throughput at B=32 (scaled from the H100 by the run's reference
+    rates, read over the across-process table): on the quick run's raw samples/s panel its box spans the
+    range the verdict accepted at B=32 and its black bar the interval the verdict judged it by; the
+    speedup at the fused array's best B, which no panel shows, is in the note."""
+    names = ("hfta", "hfta_speedup", "hfta_processes", "reference")
+    tables = {name: pd.read_csv(h200 / f"{name}.csv") for name in names}
+    verdict = _verdict(tables)
+    args = argparse.Namespace(table=str(h200 / "hfta.csv"), reference=str(h200 / "reference.csv"))
+    fig = PLOTTERS["hfta"](tables["hfta"], args)
+    curve = _panel(fig, "resnet18, batch 128 per model, fp16")
+    throughput = verdict["h100-hfta-fused-b32-throughput"]
+    x0, x1, *_ = _box_at(curve, throughput.shown_range)
+    assert x0 < 32 < x1 < 64
+    assert curve.get_xscale() == "log" and _middle(curve, x0, x1) == pytest.approx(32)
+    bar = (pytest.approx(32), *map(pytest.approx, throughput.intervals[0]))
+    assert bar in _bars(curve)
+    at_best = verdict["h100-hfta-fused-over-mps-b32"]
+    assert _said(f"on no panel: h100-hfta-fused-over-mps-b32 {at_best.values[0]:.4g} judged by") in _notes(
+        fig
+    )

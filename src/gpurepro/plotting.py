@@ -107,9 +107,12 @@ def draw_judged(ax: Axes, x0: float, x1: float, band: Band, colour: object, bar:
     """The accepted range as a box from x0 to x1 behind the point (a line at a finite end where the
     other is open; the lower end a line too where one workload is held to it), hatched and labelled
     where its magnitude is host-dependent; and, with `bar`, the judged interval as a bar at the box's
-    middle (a figure that draws the point with that interval as its own bar passes bar=False)."""
+    middle (a figure that draws the point with that interval as its own bar passes bar=False). Draw it
+    once the x axis has its scale."""
     low, high = band.accepted
     hatch = HOST_HATCH if band.host_dependent else None
+    # the box's middle as the eye sees it: on a log axis (B, N) the geometric one
+    middle = math.sqrt(x0 * x1) if ax.get_xscale() == "log" else (x0 + x1) / 2
     if math.isfinite(low) and math.isfinite(high):
         ax.fill_between([x0, x1], low, high, color=colour, alpha=0.18, linewidth=0, zorder=1, hatch=hatch)
     for end in (low, high):
@@ -117,10 +120,9 @@ def draw_judged(ax: Axes, x0: float, x1: float, band: Band, colour: object, bar:
             ax.hlines(end, x0, x1, color=colour, linewidth=2)
     if band.host_dependent:
         top = high if math.isfinite(high) else max(band.value, band.interval[1])
-        ax.annotate(HOST_WORDS, ((x0 + x1) / 2, top), xytext=(0, 3), textcoords="offset points",
+        ax.annotate(HOST_WORDS, (middle, top), xytext=(0, 3), textcoords="offset points",
                     ha="center", va="bottom", fontsize=7, fontstyle="italic")  # fmt: skip
     if bar and all(math.isfinite(end) for end in band.interval):
-        middle = (x0 + x1) / 2
         ax.errorbar([middle], [band.value], yerr=yerr([band.value], *([end] for end in band.interval)),
                     fmt="none", ecolor="black", capsize=5, elinewidth=1.6, zorder=4)  # fmt: skip
 
@@ -144,7 +146,13 @@ def judged_note(lead: str, drawn: Sequence[Band], apart: Sequence[Band] = ()) ->
     """The note under a figure that draws claims as the verdict judged them: `lead` (what the boxes and
     bars are), then each reading in the verdict's words, those drawn and those no panel shows."""
     words = f"{lead}. The verdict on these tables: " + "; ".join(band.said() for band in drawn)
-    return words + ("; on no panel: " + "; ".join(band.said() for band in apart) if apart else "")
+    return words + (f"; {apart_note(apart)}" if apart else "")
+
+
+def apart_note(apart: Sequence[Band]) -> str:
+    """The judged claims a figure's panels do not show (a ratio, a difference, a figure of another basis
+    or statistic), in the verdict's words."""
+    return "on no panel: " + "; ".join(band.said() for band in apart)
 
 
 def unit(table: pd.DataFrame, metric: str, statistic: str = "median") -> str:

@@ -25,7 +25,9 @@ PLOTTERS = {
     "bert": lambda table, args: inference_plot.plot(
         table, "bert", processes=_beside(args.table, "{stem}_processes")
     ),
-    "hfta": lambda table, _args: hfta_plot.plot(table),
+    "hfta": lambda table, args: hfta_plot.plot(
+        table, processes=_beside(args.table, "hfta_processes"), reference=_optional(args.reference)
+    ),
     "ddp": lambda table, args: ddp_plot.plot(table, _optional(args.reference)),
     "runtimes": lambda table, _args: runtimes.plot(table),
 }
@@ -37,8 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("table", help="table written by `gpurepro aggregate` (variability: its reps table)")
     parser.add_argument("--traces", nargs="*", default=[], help="telemetry traces to draw (sgemm)")
     parser.add_argument(
-        "--reference", help="the run's tables/reference.csv (ddp: the rates the verdict scales a published "
-        "figure by, where it takes a measured rate)",
+        "--reference", help="the run's tables/reference.csv (ddp, hfta: the rates the verdict scales a "
+        "published figure by, where it takes a measured rate)",
     )  # fmt: skip
     parser.add_argument("--out", required=True, help="PNG to write")
     parser.set_defaults(func=run)
