@@ -248,3 +248,22 @@ def test_hfta_draws_the_projects_own_fused_throughput_at_its_b(h200: Path) -> No
     assert _said(f"on no panel: h100-hfta-fused-over-mps-b32 {at_best.values[0]:.4g} judged by") in _notes(
         fig
     )
+
+
+def test_ddp_draws_the_projects_own_1gpu_rate_as_judged(h200: Path) -> None:
+    """This project's own ResNet-50 images/s on one H200: a box behind the measured 1-GPU point spans
+    the range the verdict accepted, and the point's bars are the interval it judged the value by;
+    NVIDIA's AMP over TF32, a ratio no panel shows, is in the note with its interval and range."""
+    tables = {name: pd.read_csv(h200 / f"{name}.csv") for name in ("ddp", "reference")}
+    verdict = _verdict(tables)
+    args = argparse.Namespace(table=str(h200 / "ddp.csv"), reference=str(h200 / "reference.csv"))
+    fig = PLOTTERS["ddp"](tables["ddp"], args)
+    throughput = _panel(fig, "throughput")
+    own = verdict["h200-resnet50-1gpu"]
+    x0, x1, *_ = _box_at(throughput, own.shown_range)
+    assert x0 < 1 < x1 and _middle(throughput, x0, x1) == pytest.approx(1)
+    assert (pytest.approx(1), *map(pytest.approx, own.intervals[0])) in _bars(throughput)
+    ratio = verdict["nvidia-resnet50-a100-amp-over-tf32"]
+    low, high = ratio.intervals[0]
+    read = f"nvidia-resnet50-a100-amp-over-tf32 {ratio.values[0]:.4g} judged by [{low:.4g}, {high:.4g}]"
+    assert _said(f"on no panel: {read}") in _notes(fig)
