@@ -23,8 +23,6 @@ from gpurepro.compare.pack import unpack
 from gpurepro.hardware import load_hardware
 from gpurepro.hfta_study import plot as hfta_plot
 from gpurepro.plotting import HOST_HATCH, HOST_WORDS, NOTE_PT
-from gpurepro.sgemm import plot as sgemm_plot
-from gpurepro.variability import plot as variability_plot
 from gpurepro.verdict.evaluate import evaluate
 from gpurepro.verdict.loading import load_claims
 from gpurepro.verdict.outcome import Outcome
@@ -172,7 +170,8 @@ def test_sgemm_draws_each_judged_rate_with_its_range_and_interval(h200: Path) ->
     the box's middle; the tiled-over-cuBLAS ratios, which no panel shows, are in the note."""
     table = pd.read_csv(h200 / "sgemm.csv")
     verdict = _verdict({"sgemm": table})
-    rate = _panel(sgemm_plot.plot(table, pd.DataFrame()), "rate")
+    fig = PLOTTERS["sgemm"](table, argparse.Namespace(traces=[]))  # as `gpurepro plot sgemm` draws it
+    rate = _panel(fig, "rate")
     drawn = [o for o in verdict.values() if o.claim.plot == "sgemm" and o.claim.measure.metric == "rate"]
     drawn = [o for o in drawn if o.intervals and not o.claim.divide_by]
     assert len(drawn) == 4  # cuBLAS and tiled at 8192 and 25536
@@ -183,7 +182,6 @@ def test_sgemm_draws_each_judged_rate_with_its_range_and_interval(h200: Path) ->
         assert (pytest.approx(_middle(rate, x0, x1)), *map(pytest.approx, outcome.intervals[0])) in _bars(
             rate
         )
-    fig = sgemm_plot.plot(table, pd.DataFrame())
     ratio = verdict["h200-tiled-vs-cublas-n8192"]
     assert _said(f"on no panel: h200-tiled-vs-cublas-n8192 {ratio.values[0]:.4g} judged by [") in _notes(fig)
 
@@ -193,10 +191,17 @@ def test_variability_draws_a_judged_spread_on_its_panel(four_h200: Path) -> None
     shipped four-GPU run's spreads (measured at 25536) are set at 16384 to be judged by them. The tiled
     power spread, read against 0-9.1%, has its box behind its point and the verdict's interval as its
     bar; the time spreads, whose range cannot fail (direction alone), have no box."""
-    reps = pd.read_csv(four_h200 / "variability_reps.csv").assign(n=16384)
-    summary = pd.read_csv(four_h200 / "variability_summary.csv").assign(n=16384)
-    verdict = _verdict({"variability_reps": reps, "variability_summary": summary})
-    fig = variability_plot.plot(reps, summary)
+    folder = four_h200.parent / "at-16384"
+    folder.mkdir(exist_ok=True)
+    tables = {}
+    for name in ("variability_reps", "variability_summary"):
+        tables[name] = pd.read_csv(four_h200 / f"{name}.csv").assign(n=16384)
+        tables[name].to_csv(folder / f"{name}.csv", index=False)
+    verdict = _verdict(tables)
+    # as `gpurepro plot variability` draws it: the summary read beside the reps
+    fig = PLOTTERS["variability"](
+        tables["variability_reps"], argparse.Namespace(table=str(folder / "variability_reps.csv"))
+    )
     spread = _panel(fig, "spread across GPUs")
     judged = verdict["h200-tiled-power-spread-n16384"]
     x0, x1, *_ = _box_at(spread, judged.shown_range)

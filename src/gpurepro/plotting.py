@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -94,6 +94,17 @@ class Band:
         interval = f" judged by [{low:.4g}, {high:.4g}]" if math.isfinite(low) and math.isfinite(high) else ""
         accepted = f"accepted {self.accepted[0]:.4g} to {self.accepted[1]:.4g}"
         return f"{self.claim} {self.value:.4g}{interval}, {accepted}: {self.status}"
+
+
+@dataclass(frozen=True)
+class Marks:
+    """A figure's claims as the verdict judged them, placed: each band drawn at a point of the figure, by
+    the figure's own key of that point (sgemm: backend and N), the bands no panel shows, and the notes
+    of why none could be judged (the claims did not load)."""
+
+    placed: dict[tuple, Band] = field(default_factory=dict)
+    apart: list[Band] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 HOST_HATCH = "///"

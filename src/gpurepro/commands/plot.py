@@ -6,19 +6,23 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.figure import Figure
 
-from .. import runtimes
+from .. import plot_claims, runtimes
 from ..hfta_study import plot as hfta_plot
 from ..inference import plot as inference_plot
 from ..plotting import save
 from ..sgemm import plot as sgemm_plot
 from ..training import plot as ddp_plot
 from ..variability import plot as variability_plot
+from ..variability import summary as variability_summary
 from .options import read_table, require_paths
 
 PLOTTERS = {
-    "sgemm": lambda table, args: sgemm_plot.plot(table, sgemm_plot.read_traces(args.traces)),
-    "variability": lambda reps, args: variability_plot.plot(reps, _beside(args.table, "variability_summary")),
+    "sgemm": lambda table, args: sgemm_plot.plot(
+        table, sgemm_plot.read_traces(args.traces), plot_claims.sgemm_marks(table)
+    ),
+    "variability": lambda reps, args: _variability(reps, _beside(args.table, "variability_summary")),
     "deit": lambda table, args: inference_plot.plot(
         table, "deit", processes=_beside(args.table, "{stem}_processes")
     ),
@@ -48,6 +52,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _optional(path: str | None) -> pd.DataFrame | None:
     return read_table("--reference", path) if path else None
+
+
+def _variability(reps: pd.DataFrame, summary: pd.DataFrame | None) -> Figure:
+    """The variability figure, its spreads' claims judged on the summary (made from the reps where the
+    aggregation's is not beside them)."""
+    summary = variability_summary.summarise(reps) if summary is None else summary
+    return variability_plot.plot(reps, summary, plot_claims.variability_marks(reps, summary))
 
 
 def _beside(table: str, name: str) -> pd.DataFrame | None:

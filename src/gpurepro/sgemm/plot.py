@@ -3,8 +3,8 @@
 Where the verdict judged a claim of the figure (`plot: sgemm` in config/expected/) against a range on its
 table, the rate it read has the range the verdict accepted as a box behind it and the interval it judged
 the value by (at least the spread between machines it spans) as a black bar, both from the verdict's own
-judge (verdict.published.drawn_on); a claim no panel shows (a ratio of two backends, a rate against the
-sweep's best) is given in a note with its interval, range and verdict."""
+judge (plot_claims.sgemm_marks, which `gpurepro plot` hands in); a claim no panel shows (a ratio of
+two backends, a rate against the sweep's best) is given in a note with its interval, range and verdict."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from ..plotting import (
     Band,
+    Marks,
     draw_judged,
     figure,
     finish,
@@ -29,10 +30,8 @@ from ..plotting import (
     unit,
 )
 from ..tables import pick
-from ..verdict.published import Judged, judged_on
 
 BY_BACKEND = {"x": "n", "y": "value", "hue": "backend", "style": "backend", "markers": True, "dashes": False}
-FIGURE = "sgemm"  # the claims that name this figure (`plot: sgemm`)
 JUDGED = (
     "where the verdict judged a claim against a range, the rate it read has the range it accepted as a box "
     "behind it and the interval it judged the value by (at least the spread between machines it spans) as "
@@ -60,31 +59,26 @@ def _traces(ax: Axes, traces: pd.DataFrame) -> None:
     ax.set(xlabel="time in job (s)", ylabel="power (W)" if power else "utilisation (%)", title="telemetry")
 
 
-def _judged(ax: Axes, readings: list[Judged], colours: dict[str, object]) -> tuple[list[Band], list[Band]]:
-    """Each judged rate of one backend and N as a box and bar at its point (in its backend's colour);
-    the bands drawn, and those no panel shows (ratios, rates against the sweep's best)."""
-    drawn, apart = [], []
-    for reading in readings:
-        claim, measure = reading.claim, reading.claim.measure
-        if not reading.range_tested:  # a direction alone: the verdict prints no range, none is drawn
+def _judged(ax: Axes, marks: Marks, colours: dict[str, object]) -> tuple[list[Band], list[Band]]:
+    """Each judged rate of one backend and N as a box in its backend's slot beside N and the verdict's
+    bar in its middle; the bands drawn, and those no panel shows (with any whose point is not here)."""
+    drawn, apart = [], list(marks.apart)
+    for (backend, n), band in marks.placed.items():
+        if backend not in colours:
+            apart.append(band)
             continue
-        where = measure.where
-        if (measure.metric, measure.statistic) != ("rate", "median") or claim.divide_by or claim.subtract:
-            apart += [reading.band(i) for i in range(len(reading.values))]
-            continue
-        band, n, backend = reading.band(), float(where["n"]), str(where["backend"])
-        slot, slots = (list(colours).index(backend), len(colours)) if backend in colours else (0, 1)
+        slot, slots = list(colours).index(backend), len(colours)
         x0, x1 = (n * BOX ** (2 * end / slots - 1) for end in (slot, slot + 1))
-        draw_judged(ax, x0, x1, band, colours.get(backend, "0.5"))
+        draw_judged(ax, x0, x1, band, colours[backend])
         drawn.append(band)
     return drawn, apart
 
 
-def plot(table: pd.DataFrame, traces: pd.DataFrame, readings: list[Judged] | None = None) -> Figure:
+def plot(table: pd.DataFrame, traces: pd.DataFrame, marks: Marks | None = None) -> Figure:
     """Draw the figure from the tidy table of `gpurepro aggregate sgemm` and the traces of read_traces.
-    `readings`: the claims to draw as judged (default: the verdict's judge on the table, drawn_on)."""
-    notes: list[str] = []
-    readings = judged_on(FIGURE, {"sgemm": table}, notes) if readings is None else readings
+    `marks`: the claims to draw as the verdict judged them (plot_claims.sgemm_marks; none if not given)."""
+    marks = Marks() if marks is None else marks
+    notes = list(marks.notes)
     fig, (rate_ax, energy_ax, trace_ax) = figure(3)
     backends = sorted(table["backend"].unique())
     colours = dict(zip(backends, sns.color_palette("colorblind", len(backends)), strict=True))
@@ -103,7 +97,7 @@ def plot(table: pd.DataFrame, traces: pd.DataFrame, readings: list[Judged] | Non
     for ax in (rate_ax, energy_ax):
         log_where_wide(ax)
         ticks_at(ax, sorted(int(n) for n in table["n"].unique()))
-    drawn, apart = _judged(rate_ax, readings, colours)
+    drawn, apart = _judged(rate_ax, marks, colours)
     if drawn:
         handles, _ = rate_ax.get_legend_handles_labels()
         rate_ax.legend(handles=handles + judged_handles(drawn, bar=True))

@@ -11,8 +11,9 @@ The spread across GPUs (slowest over fastest, in %, of each backend's time and p
 spread_pct with its 95% interval) has a panel of its own; where the verdict judged a claim of the figure
 (`plot: variability` in config/expected/) against a range on the summary, its spread has the range the
 verdict accepted as a box behind it and, as its bar, the interval the verdict judged it by, both from the
-verdict's own judge (verdict.published.drawn_on). A judged claim no panel shows (a per-GPU figure, the
-lowest card against the median) is given in a note with its interval, range and verdict."""
+verdict's own judge (plot_claims.variability_marks, which `gpurepro plot` hands in). A judged claim no
+panel shows (a per-GPU figure, the lowest card against the median) is given in a note with its interval,
+range and verdict."""
 
 from __future__ import annotations
 
@@ -22,8 +23,17 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..plotting import Band, draw_judged, figure, finish, judged_handles, judged_note, not_reported, yerr
-from ..verdict.published import Judged, judged_on
+from ..plotting import (
+    Band,
+    Marks,
+    draw_judged,
+    figure,
+    finish,
+    judged_handles,
+    judged_note,
+    not_reported,
+    yerr,
+)
 from .summary import gpu_labels, summarise
 
 # Throttle reasons (nvml.THROTTLE_MASK) in words; idle and clock settings are not throttling.
@@ -37,7 +47,6 @@ REASON_WORDS = {
 SCATTERS = [("power_w_median", "power (W)"), ("sm_clock_mhz_median", "SM clock (MHz)"),
             ("temperature_c_median", "temperature (C)")]  # fmt: skip
 BY_GPU = {"hue": "gpu", "style": "backend"}
-FIGURE = "variability"  # the claims that name this figure (`plot: variability`)
 ACROSS = "across gpus"  # the summary's scope of a spread across the node's GPUs
 SPREADS = ("time", "power")  # the spreads the panel draws, in its order (the claims read these two)
 SPREAD_COLOURS = dict(zip(SPREADS, ("C0", "C1"), strict=True))
@@ -107,19 +116,16 @@ def _spreads(summary: pd.DataFrame, n: int) -> pd.DataFrame:
     return wide.dropna(subset=["spread_pct"]).sort_values(["metric", "backend"], key=lambda c: c.map(order))
 
 
-def _split(readings: list[Judged], spreads: pd.DataFrame, n: int) -> tuple[dict[tuple[str, str], Band], list]:
-    """The judged readings the spread panel shows, by (metric, backend), and the bands of those no panel
-    shows. A direction judged alone (no range tested) is left out: the verdict prints no range for it."""
+def _split(marks: Marks, spreads: pd.DataFrame, n: int) -> tuple[dict[tuple[str, str], Band], list[Band]]:
+    """The judged spreads the panel shows, by (metric, backend), and the bands of those it does not
+    (no panel's, or a spread at another N or of a backend not measured here)."""
     shown = set(zip(spreads["metric"], spreads["backend"], strict=True))
-    judged, apart = {}, []
-    for reading in filter(lambda r: r.range_tested, readings):
-        where, measure = reading.claim.measure.where, reading.claim.measure
-        at = (measure.metric, str(where.get("backend")))
-        spread = (measure.statistic, where.get("scope"), int(where.get("n", -1))) == ("spread_pct", ACROSS, n)
-        if spread and at in shown:
-            judged[at] = reading.band()
+    judged, apart = {}, list(marks.apart)
+    for (metric, backend, at_n), band in marks.placed.items():
+        if at_n == n and (metric, backend) in shown:
+            judged[(metric, backend)] = band
         else:
-            apart += [reading.band(i) for i in range(len(reading.values))]
+            apart.append(band)
     return judged, apart
 
 
@@ -153,16 +159,13 @@ def _spread_panel(ax: Axes, spreads: pd.DataFrame, judged: dict[tuple[str, str],
     return drawn
 
 
-def plot(
-    reps: pd.DataFrame, summary: pd.DataFrame | None = None, readings: list[Judged] | None = None
-) -> Figure:
+def plot(reps: pd.DataFrame, summary: pd.DataFrame | None = None, marks: Marks | None = None) -> Figure:
     """Draw the figure from the reps table of `gpurepro aggregate variability` and its summary (default:
-    made from the reps as the aggregation makes it). `readings`: the claims to draw as judged (default:
-    the verdict's judge on the summary, drawn_on)."""
-    notes: list[str] = []
+    made from the reps as the aggregation makes it). `marks`: the claims to draw as the verdict judged
+    them (plot_claims.variability_marks; none if not given)."""
+    marks = Marks() if marks is None else marks
+    notes = list(marks.notes)
     summary = summarise(reps) if summary is None else summary
-    tables = {"variability_reps": reps, "variability_summary": summary}  # the reps name the GPUs
-    readings = judged_on(FIGURE, tables, notes) if readings is None else readings
     reps = reps.assign(gpu=gpu_labels(reps), throttled=reps["throttled"].astype(bool))
     median_gpu = reps.groupby(["backend", "gpu"])["tflops"].median().groupby("backend").median()
     reps["relative_rate"] = reps["tflops"] / reps["backend"].map(median_gpu)  # the original's normalisation
@@ -182,7 +185,7 @@ def plot(
     _scatters(scatter_axes, reps, ring)
     profile, n = reps["profile"].iloc[0], int(reps["n"].iloc[0])
     spreads = _spreads(summary, n)
-    judged, apart = _split(readings, spreads, n)
+    judged, apart = _split(marks, spreads, n)
     if spreads.empty:
         not_reported(spread_ax, "spread across GPUs: one GPU measured, no spread between GPUs")
     drawn = _spread_panel(spread_ax, spreads, judged) if len(spreads) else []
