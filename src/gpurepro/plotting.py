@@ -156,8 +156,8 @@ def judged_handles(bands: Sequence[Band], accepted: str = ACCEPTED_LABEL, bar: b
 def judged_note(lead: str, drawn: Sequence[Band], apart: Sequence[Band] = ()) -> str:
     """The note under a figure that draws claims as the verdict judged them: `lead` (what the boxes and
     bars are), then each reading in the verdict's words, those drawn and those no panel shows."""
-    words = f"{lead}. The verdict on these tables: " + "; ".join(band.said() for band in drawn)
-    return words + (f"; {apart_note(apart)}" if apart else "")
+    words = [band.said() for band in drawn] + ([apart_note(apart)] if apart else [])
+    return f"{lead}. The verdict on these tables: " + "; ".join(words)
 
 
 def apart_note(apart: Sequence[Band]) -> str:
