@@ -7,8 +7,10 @@ return a Figure; `save` is the only place that writes one.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -21,6 +23,8 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.axis import Axis  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
@@ -66,6 +70,100 @@ def yerr(value: ArrayLike, low: ArrayLike, high: ArrayLike) -> np.ndarray:
     below = np.where(np.isfinite(low), value - low, 0.0)
     above = np.where(np.isfinite(high), high - value, 0.0)
     return np.maximum([below, above], 0.0)
+
+
+@dataclass(frozen=True)
+class Band:
+    """A claim's reading as the verdict judged it, to draw beside the point it read: the value, the
+    interval the verdict judged it by (at least the spread between machines it spans; NaN ends where it
+    has none), the range it accepted as it prints it (an open end infinite), whether its magnitude is
+    host-dependent (host-paced: shown, not counted) and whether one workload here is held to the
+    range's lower end alone (a range stated across the paper's models)."""
+
+    value: float
+    interval: tuple[float, float]
+    accepted: tuple[float, float]
+    host_dependent: bool = False
+    one_sided: bool = False
+    claim: str = ""  # the claim's id and the verdict's words, for the note under the figure
+    status: str = ""
+
+    def said(self) -> str:
+        """'h200-cublas-rate-n8192 51.22 judged by [50.24, 52.23], accepted 48.72 to 53.72: consistent'."""
+        low, high = self.interval
+        interval = f" judged by [{low:.4g}, {high:.4g}]" if math.isfinite(low) and math.isfinite(high) else ""
+        accepted = f"accepted {self.accepted[0]:.4g} to {self.accepted[1]:.4g}"
+        return f"{self.claim} {self.value:.4g}{interval}, {accepted}: {self.status}"
+
+
+@dataclass(frozen=True)
+class Marks:
+    """A figure's claims as the verdict judged them, placed: each band drawn at a point of the figure, by
+    the figure's own key of that point (sgemm: backend and N), the bands no panel shows, and the notes
+    of why none could be judged (the claims did not load)."""
+
+    placed: dict[tuple, Band] = field(default_factory=dict)
+    apart: list[Band] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+HOST_HATCH = "///"
+HOST_WORDS = "host-dependent"
+ACCEPTED_LABEL = "accepted range, as the verdict judged it"
+HOST_LABEL = "host-dependent: host-paced, its magnitude shown, not counted"
+JUDGED_LABEL = "the interval the verdict judged it by"
+
+
+def draw_judged(ax: Axes, x0: float, x1: float, band: Band, colour: object, bar: bool = True) -> None:
+    """The accepted range as a box from x0 to x1 behind the point (a line at a finite end where the
+    other is open; the lower end a line too where one workload is held to it), hatched and labelled
+    where its magnitude is host-dependent; and, with `bar`, the judged interval as a bar at the box's
+    middle (a figure that draws the point with that interval as its own bar passes bar=False). Draw it
+    once the x axis has its scale."""
+    low, high = band.accepted
+    hatch = HOST_HATCH if band.host_dependent else None
+    # the box's middle as the eye sees it: on a log axis (B, N) the geometric one
+    middle = math.sqrt(x0 * x1) if ax.get_xscale() == "log" else (x0 + x1) / 2
+    if math.isfinite(low) and math.isfinite(high):
+        ax.fill_between([x0, x1], low, high, color=colour, alpha=0.18, linewidth=0, zorder=1, hatch=hatch)
+    for end in (low, high):
+        if math.isfinite(end) and (band.one_sided and end == low or not math.isfinite(low + high)):
+            ax.hlines(end, x0, x1, color=colour, linewidth=2)
+    if band.host_dependent:
+        top = high if math.isfinite(high) else max(band.value, band.interval[1])
+        ax.annotate(HOST_WORDS, (middle, top), xytext=(0, 3), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=7, fontstyle="italic")  # fmt: skip
+    if bar and all(math.isfinite(end) for end in band.interval):
+        ax.errorbar([middle], [band.value], yerr=yerr([band.value], *([end] for end in band.interval)),
+                    fmt="none", ecolor="black", capsize=5, elinewidth=1.6, zorder=4)  # fmt: skip
+
+
+def judged_handles(bands: Sequence[Band], accepted: str = ACCEPTED_LABEL, bar: bool = False) -> list:
+    """The legend's entries for the bands drawn: the accepted range's box (`accepted` its words), the
+    judged interval's bar where drawn apart from the point (`bar`), and the host-dependent hatch."""
+    if not bands:
+        return []
+    handles: list = [Patch(color="0.5", alpha=0.35, label=textwrap.fill(accepted, 30))]
+    if bar:
+        handles.append(Line2D([], [], color="black", marker="|", markersize=10, linewidth=1.6,
+                              label=textwrap.fill(JUDGED_LABEL, 30)))  # fmt: skip
+    if any(band.host_dependent for band in bands):
+        handles.append(Patch(facecolor="none", edgecolor="0.3", hatch=HOST_HATCH,
+                             label=textwrap.fill(HOST_LABEL, 30)))  # fmt: skip
+    return handles
+
+
+def judged_note(lead: str, drawn: Sequence[Band], apart: Sequence[Band] = ()) -> str:
+    """The note under a figure that draws claims as the verdict judged them: `lead` (what the boxes and
+    bars are), then each reading in the verdict's words, those drawn and those no panel shows."""
+    words = [band.said() for band in drawn] + ([apart_note(apart)] if apart else [])
+    return f"{lead}. The verdict on these tables: " + "; ".join(words)
+
+
+def apart_note(apart: Sequence[Band]) -> str:
+    """The judged claims a figure's panels do not show (a ratio, a difference, a figure of another basis
+    or statistic), in the verdict's words."""
+    return "on no panel: " + "; ".join(band.said() for band in apart)
 
 
 def unit(table: pd.DataFrame, metric: str, statistic: str = "median") -> str:

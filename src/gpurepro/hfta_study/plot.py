@@ -5,9 +5,11 @@ against each baseline's own peak) over serial, concurrent and MPS training, per 
 95% interval across processes; where a claim (config/expected/hfta.yaml) reads the point, its bar is the
 interval the verdict judged it by (at least the spread between machines it spans) and a box behind it the
 range the verdict accepted (the paper's range with its tolerance), both from the verdict's own judge on
-these tables (verdict.published.judged): the comparison the verdict makes, drawn in quick runs too, where
-the curves are single points. Stock steps on both sides, as the paper compared them; graphed and compiled
-speedups are in the table.
+these tables (verdict.published.drawn_on): the comparison the verdict makes, drawn in quick runs too, where
+the curves are single points; a speedup the verdict reads as host-dependent (over a host-paced baseline)
+has its box hatched and labelled so. Stock steps on both sides, as the paper compared them; graphed and
+compiled speedups are in the table. The other judged claims of the figure (this project's own fused
+throughput and speedup at B=32) are given in a note with their interval, range and verdict.
 
 Then, as HFTA's figures, one panel per workload: throughput normalised over stock serial fp32 against B,
 one colour and marker per mode and one line style per step (stock, graphed, compiled), each point the
@@ -27,12 +29,16 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from ..plotting import (
+    Band,
+    apart_note,
+    draw_judged,
     failures,
     figure,
     finish,
+    judged_handles,
+    judged_note,
     not_reported,
     nothing_ran,
     plain_log_ticks,
@@ -40,7 +46,7 @@ from ..plotting import (
     yerr,
 )
 from ..process_stats import across_processes
-from ..verdict.published import judged
+from ..verdict.published import Judged, judged_on
 from . import MODES, PRECISIONS, STEP_STOCK, WORKLOADS
 from .summary import BASELINES, speedups, step_order
 
@@ -57,41 +63,80 @@ SPEEDUP_YLABEL = "speedup: fused peak / baseline's peak"
 COLOURS = dict(zip(MODES, sns.color_palette("colorblind", len(MODES)), strict=True))
 MARKERS = dict(zip(MODES, ("o", "s", "D", "^"), strict=True))
 DASHES = {"stock": "", "graphed": (4, 2), "compiled": (1, 1.5)}  # seaborn's dash specs, per step
-CLAIMS = "hfta"  # config/expected/hfta.yaml
+FIGURE = "hfta"  # the claims that name this figure (`plot: hfta`): the paper's and this project's own
 # a claim's reading: the range it accepted (low, high), what the paper's range spans, whether one workload
 # here is held to its lower end alone, the value it read, the interval it judged that value by, its status
+# and whether its magnitude is host-dependent (a host-paced baseline: shown, not counted)
 RANGE_COLUMNS = ["baseline", "low", "high", "across", "one_sided", "value", "interval_low", "interval_high",
-                 "status"]  # fmt: skip
+                 "status", "host_dependent"]  # fmt: skip
 INTERVAL = "95% interval across processes"
 JUDGED = (
     "bars: where a claim reads the point, the interval the verdict judged it by (at least the spread between "
     "machines it spans); elsewhere the 95% interval across processes"
 )
+CURVE_JUDGED = (
+    "throughput panels: where a claim reads a point, a box spans the range the verdict accepted and a black "
+    "bar the interval it judged the value by"
+)
 # The speedup table's processes behind the fused point and the baseline's, written beside each speedup.
 PROCESSES = ["processes", "baseline_processes"]
 COUNTS = "a speedup's (n:m): the processes behind the fused array's point and the baseline's"
+CURVE_BOX = 1.15  # a judged throughput's box spans B / CURVE_BOX to B x CURVE_BOX on the log-2 axis
 
 
-def judged_ranges(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """Each stock-over-stock peak speedup claim (the paper's comparison) as the verdict judged it on
-    these tables (RANGE_COLUMNS): the range it accepted, as it prints it (the paper's range with its
-    tolerance, to the stated high end), and the interval it judged the value by. `across`: what the
-    paper's range spans; `one_sided`: whether one workload here is held to its lower end alone."""
-    rows = []
-    for reading in judged(CLAIMS, {"hfta": table, "hfta_speedup": summary}):
-        measure, expected = reading.claim.measure, reading.claim.expected
-        where = measure.where
-        if (
-            measure.table != "hfta_speedup"
-            or (measure.metric, measure.statistic) != ("speedup", "max")
-            or where.get("step", STEP_STOCK) != STEP_STOCK
-            or where.get("baseline_step", STEP_STOCK) != STEP_STOCK
-        ):
+def _peak(reading: Judged) -> bool:
+    """Whether a reading is a stock-over-stock peak speedup (the paper's comparison), which the speedup
+    panel draws; the others (a speedup at the fused array's best B, a throughput) are given in words."""
+    measure, where = reading.claim.measure, reading.claim.measure.where
+    return (
+        measure.table == "hfta_speedup"
+        and (measure.metric, measure.statistic) == ("speedup", "max")
+        and where.get("step", STEP_STOCK) == STEP_STOCK
+        and where.get("baseline_step", STEP_STOCK) == STEP_STOCK
+    )
+
+
+def _curve_point(reading: Judged) -> tuple[str, str, str, int] | None:
+    """(workload, precision, mode, B) of a judged raw throughput of one stock point (this project's own
+    fused throughput at B=32), which a curve panel of raw samples/s draws; None for any other reading."""
+    measure, where = reading.claim.measure, reading.claim.measure.where
+    if (
+        measure.metric != "throughput"
+        or where.get("step", STEP_STOCK) != STEP_STOCK
+        or len(reading.values) != 1
+    ):
+        return None
+    keys = [where.get(key) for key in ("workload", "precision", "mode", "b")]
+    return None if None in keys else (str(keys[0]), str(keys[1]), str(keys[2]), int(keys[3]))
+
+
+def _draw_curve_bands(ax: Axes, readings: list[Judged], workload: str, precision: str) -> list[Judged]:
+    """Each judged throughput of this panel's workload and precision as a box and the verdict's bar at its
+    B, in its mode's colour; the readings drawn."""
+    drawn = []
+    for reading in readings:
+        point = _curve_point(reading)
+        if point is None or point[:2] != (workload, precision) or point[2] not in COLOURS:
             continue
+        b = point[3]
+        draw_judged(ax, b / CURVE_BOX, b * CURVE_BOX, reading.band(), COLOURS[point[2]])
+        drawn.append(reading)
+    return drawn
+
+
+def judged_ranges(readings: list[Judged]) -> pd.DataFrame:
+    """Each stock-over-stock peak speedup claim as the verdict judged it (RANGE_COLUMNS): the range it
+    accepted, as it prints it (the paper's range with its tolerance, to the stated high end), and the
+    interval it judged the value by. `across`: what the paper's range spans; `one_sided`: whether one
+    workload here is held to its lower end alone."""
+    rows = []
+    for reading in filter(_peak, readings):
+        where, expected = reading.claim.measure.where, reading.claim.expected
         rows += [
             {"baseline": where["baseline"], "low": reading.accepted[0], "high": reading.accepted[1],
              "across": expected.across or "the paper's models", "one_sided": expected.across is not None,
-             "value": value, "interval_low": low, "interval_high": high, "status": reading.status}
+             "value": value, "interval_low": low, "interval_high": high, "status": reading.status,
+             "host_dependent": reading.host_dependent}
             for value, (low, high) in zip(reading.values, reading.intervals, strict=True)
         ]  # fmt: skip
     return pd.DataFrame(rows, columns=RANGE_COLUMNS)
@@ -147,14 +192,9 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
                 va="center",
                 fontsize=8,
             )
-        for _, band in published.iterrows():
-            for xi in x[np.isclose(value, band["value"])]:
-                ax.fill_between(
-                    [xi - step / 2, xi + step / 2], band["low"], band["high"], color=COLOURS[baseline],
-                    alpha=0.18, linewidth=0, zorder=1,
-                )  # fmt: skip
-                if band["one_sided"]:  # the end a workload here is held to, drawn as what it is
-                    ax.hlines(band["low"], xi - step / 2, xi + step / 2, color=COLOURS[baseline], linewidth=2)
+        for reading in published.itertuples():  # its bar is the point's own, drawn above
+            for xi in x[np.isclose(value, reading.value)]:
+                draw_judged(ax, xi - step / 2, xi + step / 2, _band(reading), COLOURS[baseline], bar=False)
         no_interval += [
             f"{w} over {baseline}"
             for w, lo in zip(these["workload"], low, strict=True)
@@ -167,6 +207,16 @@ def _draw_speedups(ax: Axes, points: pd.DataFrame, ranges: pd.DataFrame, workloa
     ax.set_xlim(-0.6, len(workloads) - 0.4)
     ax.set(xlabel="workload", ylabel=SPEEDUP_YLABEL)
     return no_interval
+
+
+def _band(reading: object) -> Band:
+    """A row of judged_ranges() as the band plotting.draw_judged draws: the range's lower end, which one
+    workload here is held to, drawn as what it is."""
+    return Band(
+        value=reading.value, interval=(reading.interval_low, reading.interval_high),
+        accepted=(reading.low, reading.high), host_dependent=bool(reading.host_dependent),
+        one_sided=bool(reading.one_sided),
+    )  # fmt: skip
 
 
 def _median(values: pd.Series) -> float:
@@ -213,7 +263,7 @@ def _legend(fig: Figure, points: pd.DataFrame, steps: list[str], ranges: pd.Data
     if len(ranges):
         across = "; ".join(dict.fromkeys(ranges["across"]))
         label = f"accepted as judged here: the paper's range across {across}, with its tolerance"
-        handles.append(Patch(color="0.5", alpha=0.35, label=textwrap.fill(label, 30)))
+        handles += judged_handles([_band(reading) for reading in ranges.itertuples()], label)
         if ranges["one_sided"].any():
             label = "its lower end: what one workload on this GPU is held to"
             handles.append(Line2D([], [], color="0.3", linewidth=2, label=textwrap.fill(label, 30)))
@@ -233,11 +283,18 @@ def _ordered(present: set[str], order: tuple[str, ...]) -> list[str]:
 
 
 def plot(
-    table: pd.DataFrame, summary: pd.DataFrame | None = None, ranges: pd.DataFrame | None = None
+    table: pd.DataFrame,
+    summary: pd.DataFrame | None = None,
+    ranges: pd.DataFrame | None = None,
+    processes: pd.DataFrame | None = None,
+    reference: pd.DataFrame | None = None,
 ) -> Figure:
     """Draw the figure from the tidy table of `gpurepro aggregate hfta` and its speedup summary
     (tables/hfta_speedup.csv; default: made from the table as the aggregation makes it). `ranges`: the
-    claims' readings to draw (RANGE_COLUMNS; default: judged_ranges(), the verdict's on these tables)."""
+    claims' readings to draw (RANGE_COLUMNS; default: judged_ranges(), the verdict's on these tables);
+    `processes`: the across-process table (tables/hfta_processes.csv), which this project's own fused
+    throughput claim reads (given in the note with the other judged claims no panel shows); `reference`:
+    the run's reference rates (tables/reference.csv), which that claim's scaling from the H100 needs."""
     if table.empty or "workload" not in table:
         raise ValueError("the table has no hfta rows")
     table = table.assign(panel=_panel_names(table), step=table.get("step", STEP_STOCK))  # older tables: stock
@@ -252,7 +309,10 @@ def plot(
     if points.empty:
         return nothing_ran(title, notes)
     summary = speedups(table[table["metric"] == "throughput"]) if summary is None else summary
-    ranges = judged_ranges(table, summary) if ranges is None else ranges
+    given = {"hfta": table, "hfta_speedup": summary, "hfta_processes": processes, "reference": reference}
+    readings = judged_on(FIGURE, {name: t for name, t in given.items() if t is not None}, notes)
+    ranges = judged_ranges(readings) if ranges is None else ranges
+    curves: list[Judged] = []  # the judged throughputs a panel of raw samples/s draws
     speedup = _speedup_points(summary)
     ranges = ranges[ranges["baseline"].isin(speedup["baseline"])]  # a baseline not measured has no box
     precisions = _ordered(set(points["precision"]), PRECISIONS)
@@ -280,6 +340,8 @@ def plot(
             ax.set(xlabel="B (models trained)", ylabel=YLABELS[metric], ylim=(0, None))
             ax.set_xscale("log", base=2)  # B doubles from point to point
             ticks_at(ax, sorted(int(b) for b in points["b"].unique()))
+            if metric == "throughput":  # a judged throughput is drawn where the axis is raw samples/s
+                curves += _draw_curve_bands(ax, readings, workload, precision)
             if metric == "normalised_throughput":
                 ax.axhline(1.0, color="black", linewidth=0.6, zorder=1)
     if speedup[PROCESSES].notna().all(axis=1).any():
@@ -288,6 +350,17 @@ def plot(
         said = ranges.drop_duplicates("baseline")
         verdicts = "; ".join(f"over {r.baseline}: {r.status}" for r in said.itertuples())
         notes.append(f"{JUDGED}. The verdict on these tables: {verdicts}")
+    drawn = [reading.band() for reading in curves]
+    apart = [
+        r.band(i)
+        for r in readings
+        if r.range_tested and not _peak(r) and r not in curves
+        for i in range(len(r.values))
+    ]
+    if drawn:
+        notes.append(judged_note(CURVE_JUDGED, drawn))
+    if apart:
+        notes.append(f"judged, {apart_note(apart)}")
     if no_interval:
         notes.append(f"speedups with no interval (a side ran in one process): {', '.join(no_interval)}")
     _legend(fig, points, steps, ranges)

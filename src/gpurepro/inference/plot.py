@@ -9,8 +9,14 @@ claim, read from the claims file through the claim loader, so that figure and ve
 published figure is drawn only on a panel of the basis it was measured on: the artifact's power and energy
 are above an idle with no CUDA context, these panels above active idle, so those are named in a note
 instead of drawn where they would look judged (the verdict reads them off the A100 as informational).
-Where a run measured several precisions or batch sizes (a full sweep), each (precision, batch size) is one
-row of panels, the claims' own (fp16, batch 1) first. Failed points are listed under the figure."""
+Where the verdict judged a claim of the figure against a range on these tables (on the paper's GPU; off it
+the A100's figures are informational or not comparable), the point it read has the range it accepted as a
+box behind it and, as its bar, the interval the verdict judged it by, both from the verdict's own judge
+(verdict.published.drawn_on); a reading the verdict leaves host-dependent (host-paced) is hatched and says
+so. A judged claim no panel shows (a ratio, a difference, a figure of another basis) is given in a note,
+with its interval, range and verdict. Where a run measured several precisions or batch sizes (a full
+sweep), each (precision, batch size) is one row of panels, the claims' own (fp16, batch 1) first. Failed
+points are listed under the figure."""
 
 from __future__ import annotations
 
@@ -26,9 +32,19 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ..errors import GpureproError
-from ..plotting import failures, figure, finish, not_reported, nothing_ran, yerr
+from ..plotting import (
+    draw_judged,
+    failures,
+    figure,
+    finish,
+    judged_handles,
+    judged_note,
+    not_reported,
+    nothing_ran,
+    yerr,
+)
 from ..process_stats import across_processes
-from ..verdict.published import study_claims
+from ..verdict.published import Judged, judged_on, study_claims
 from .pace import STATISTIC as AT_MEDIAN_PACE
 from .summary import MODE_ORDER, MODEL_ORDER, PRECISION_ORDER
 
@@ -91,6 +107,14 @@ REFERENCE_COLUMNS = [
     "paper", "off_paper",
 ]  # fmt: skip
 NO_ENERGY = "power and energy above active idle: not reported by this device (no NVML or RAPL counter)"
+# A claim as the verdict judged it on these tables, at the point it read (`panel` "" where no panel shows
+# it): the band to draw (plotting.Band: value, judged interval, accepted range, host-dependence, words)
+JUDGED_COLUMNS = ["panel", "model", "seq_len", "precision", "batch_size", "mode", "band"]
+JUDGED = (
+    "where the verdict judged a claim against a range, the point it read has the range it accepted as a "
+    "box behind it and the interval it judged the value by as its bar (none where it judged the value "
+    "alone)"
+)
 
 
 def _label(model: str, seq_len: float) -> str:
@@ -146,6 +170,22 @@ def published(family: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REFERENCE_COLUMNS)
 
 
+def judged_points(readings: list[Judged]) -> pd.DataFrame:
+    """The verdict's readings of the figure's claims (verdict.published.drawn_on) at the points they read
+    (JUDGED_COLUMNS): a reading of one point on a panel's own basis has that panel; a ratio, a difference
+    or a figure of another basis has none. A direction judged alone (no range tested) is left out."""
+    rows = []
+    for reading in readings:
+        claim, measure = reading.claim, reading.claim.measure
+        if not reading.range_tested or len(reading.values) != 1:
+            continue
+        one_point = not (claim.divide_by or claim.subtract)
+        panel = CLAIM_PANELS.get((measure.metric, measure.statistic), "") if one_point else ""
+        keys = {key: measure.where.get(key, math.nan) for key in JUDGED_COLUMNS[1:-1]}
+        rows.append({"panel": panel, **keys, "band": reading.band()})
+    return pd.DataFrame(rows, columns=JUDGED_COLUMNS)
+
+
 def _intervals(points: pd.DataFrame) -> pd.DataFrame:
     """One row per (precision, batch size, panel, model, mode): the median over runs and its interval
     across them; from one run, the within-process interval where the table has one (else none)."""
@@ -189,21 +229,29 @@ def _draw(
     ax: Axes,
     rows: pd.DataFrame,
     marks: pd.DataFrame,
+    bands: pd.DataFrame,
     labels: list[str],
     modes: list[str],
     colours: dict[str, tuple[float, float, float]],
 ) -> None:
-    """Points per model (x) and mode (dodged, hue and marker), error bars where an interval exists, and
-    the published figures as black bars across their model's group of points."""
+    """Points per model (x) and mode (dodged, hue and marker), error bars where an interval exists, the
+    published figures as black bars across their model's group of points, and where the verdict judged
+    a point, the range it accepted behind it and the interval it judged it by as its bar."""
     width = 0.7
     step = width / len(modes)
     rows = rows.assign(x=np.nan)
+    for _, band in bands.iterrows():  # the point a claim reads: the interval the verdict judged it by
+        read = (rows["label"] == band["label"]) & (rows["mode"] == band["mode"])
+        rows.loc[read, ["low", "high"]] = list(band["band"].interval)
     for i, mode in enumerate(modes):
         these = rows[rows["mode"] == mode]
         if these.empty:
             continue
         x = np.array([labels.index(label) for label in these["label"]]) - width / 2 + step * (i + 0.5)
         rows.loc[these.index, "x"] = x  # where each point went, for a bar cut at the axis' top
+        for _, band in bands[bands["mode"] == mode].iterrows():
+            for xi in x[(these["label"] == band["label"]).to_numpy()]:
+                draw_judged(ax, xi - step / 2, xi + step / 2, band["band"], colours[mode], bar=False)
         value = these["value"].to_numpy()
         ax.errorbar(
             x, value, yerr=yerr(value, these["low"], these["high"]), fmt=MARKERS[i % len(MARKERS)],
@@ -310,9 +358,18 @@ def _off_paper(marks: pd.DataFrame, table: pd.DataFrame) -> str:
     )
 
 
-def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = None) -> Figure:
+def plot(
+    table: pd.DataFrame,
+    family: str,
+    references: pd.DataFrame | None = None,
+    processes: pd.DataFrame | None = None,
+    judged: pd.DataFrame | None = None,
+) -> Figure:
     """Draw one family's figure from the tidy table of `gpurepro aggregate inference`. `references`: the
-    published figures to mark (default: published(), the claims file's)."""
+    published figures to mark (default: published(), the claims file's); `processes`: the family's
+    across-process table (tables/inference_<family>_processes.csv), which a difference of two points is
+    judged on; `judged`: the claims' readings to draw (JUDGED_COLUMNS; default: judged_points() of the
+    verdict's judge on these tables)."""
     table = table[table["family"] == family]
     if table.empty:
         raise ValueError(f"the table has no {family} rows")
@@ -326,6 +383,12 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
     references = references.assign(label=list(map(_label, references["model"], references["seq_len"])))
     other_basis = references[references["panel"] == ""]
     references = references[references["panel"] != ""]
+    if judged is None:
+        tables = {f"inference_{family}": table}
+        if processes is not None:
+            tables[f"inference_{family}_processes"] = processes
+        judged = judged_points(judged_on(family, tables, notes))
+    judged = judged.assign(label=list(map(_label, judged["model"], judged["seq_len"])))
     if set(summary["panel"]) == {PANELS[0].title}:
         notes.insert(0, NO_ENERGY)
     labels = _model_order(summary)
@@ -335,14 +398,17 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
     facets = _facets(summary)
     fig, axes = figure(len(PANELS), len(facets))
     fig.set_size_inches(max(4.6, 0.9 * len(labels) + 1.6) * len(PANELS), 3.9 * len(facets))
-    marked = 0
+    marked, drawn = 0, []
     for ax, ((precision, batch), panel) in zip(axes, [(f, p) for f in facets for p in PANELS], strict=True):
         rows, marks = _where(summary, panel, precision, batch), _where(references, panel, precision, batch)
+        bands = _where(judged, panel, precision, batch)
+        bands = bands[bands["label"].isin(labels) & bands["mode"].isin(modes)]
         ax.set_title(f"{panel.title}\n{precision}, batch {batch}")
         if rows.empty:  # every claim's panel stays, saying it was not measured
             not_reported(ax, f"{panel.title}: not measured at {precision}, batch {batch}")
             continue
-        _draw(ax, rows, marks, labels, modes, colours)
+        _draw(ax, rows, marks, bands, labels, modes, colours)
+        drawn += list(bands["band"])
         marked += int(marks["label"].isin(labels).sum())
         ax.set(xlabel="model", ylabel=panel.ylabel)
     runs = sorted(int(n) for n in summary["runs"].unique())
@@ -359,6 +425,10 @@ def plot(table: pd.DataFrame, family: str, references: pd.DataFrame | None = Non
         at = references[["precision", "batch_size"]].drop_duplicates().itertuples(index=False)
         points = "; ".join(sorted(f"{p}, batch {b}" for p, b in at))
         notes.append(f"{gpus} published figures ({points}): no point measured here to mark them by")
+    if len(judged):
+        apart = list(judged.loc[judged["panel"] == "", "band"])
+        notes.append(judged_note(JUDGED, list(judged.loc[judged["panel"] != "", "band"]), apart))
+    handles += judged_handles(drawn)
     if len(other_basis):
         notes.append(_not_drawn(other_basis))
     off = _off_paper(references[references["label"].isin(labels)], table) if marked else ""

@@ -12,7 +12,13 @@ process. NVIDIA's published figures
 them: judged through the verdict itself (verdict.evaluate), so an images/s figure from another GPU is
 scaled to this one by the verdict's own factor, and its bar reaches down to the lowest rate the verdict
 accepts; a speedup over one GPU is drawn as its efficiency (speedup / k). A figure the verdict cannot
-read here (too few GPUs, no GPU, no rate to scale by) is not drawn, and the note says why."""
+read here (too few GPUs, no GPU, no rate to scale by) is not drawn, and the note says why.
+
+This project's own figures of the run (`plot: ddp` in config/expected/gpurepro_reference.yaml: a regression
+check) are drawn as the verdict judged them, by its own judge (verdict.published.drawn_on): a box behind
+the measured point spanning the range the verdict accepted, the point's bars the interval it judged the
+value by. A judged claim no panel shows (NVIDIA's AMP over TF32, a ratio of two precisions) is given in a
+note with its interval, range and verdict."""
 
 from __future__ import annotations
 
@@ -25,10 +31,22 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..plotting import failures, finish, not_reported, nothing_ran, ticks_at, yerr
+from ..plotting import (
+    Band,
+    apart_note,
+    draw_judged,
+    failures,
+    finish,
+    judged_handles,
+    judged_note,
+    not_reported,
+    nothing_ran,
+    ticks_at,
+    yerr,
+)
 from ..process_stats import across_processes
 from ..tables import pick
-from ..verdict.published import study_claims
+from ..verdict.published import Judged, judged_on, study_claims
 
 # Panel: its y label, and how a measured point's value is written beside it.
 PANELS = {"throughput": ("images/s (all GPUs, warm-up excluded)", "{:,.0f}"),
@@ -41,6 +59,14 @@ CLAIMS = "resnet50_training"  # config/expected/resnet50_training.yaml
 # The published metrics drawn, by the panel they are drawn on (a speedup over one GPU as its efficiency).
 CLAIM_PANELS = {("throughput", "total"): "throughput", ("speedup_vs_1_gpu", "value"): "scaling efficiency"}
 PUBLISHED_MARKERS = ("D", "v", "P", "X")  # one per paper GPU
+FIGURE = "ddp"  # the claims that name this figure (`plot: ddp`): NVIDIA's and this project's own
+# This project's own figures of a measured point, by the panel whose box they are drawn as.
+OWN_PANELS = {("throughput", "total"): "throughput", ("scaling_efficiency", "value"): "scaling efficiency"}
+OWN_BOX = 1.12  # a box spans k / OWN_BOX to k x OWN_BOX on the log-2 GPU axis
+OWN = (
+    "this project's own figures: where one reads a measured point, a box behind it spans the range the "
+    "verdict accepted and its bars are the interval the verdict judged it by"
+)
 WITHIN = (
     "bars: the IQR of its timed intervals' step times, within its one process (no interval across processes)"
 )
@@ -170,6 +196,39 @@ def _judged_bars(frame: pd.DataFrame, marks: pd.DataFrame, precision: str) -> tu
     return frame, judged
 
 
+def own_bands(
+    readings: list[Judged], precision: str, frame: pd.DataFrame
+) -> tuple[list[tuple[str, int, Band]], list[Band]]:
+    """The judged claims of the figure that NVIDIA's marks (published()) do not draw: this project's own
+    figures of a measured point of the scaling series, as (panel, GPUs, band), and the bands of those no
+    panel shows (a ratio of two precisions, a point not measured on a panel)."""
+    nvidia = {claim.id for claim in study_claims(CLAIMS)[0] if not (claim.divide_by or claim.subtract)}
+    measured = set(zip(frame.loc[frame["series"] == "measured", "panel"], frame["gpus"], strict=False))
+    drawn, apart = [], []
+    for reading in readings:
+        claim, measure = reading.claim, reading.claim.measure
+        if claim.id in nvidia or not reading.range_tested:
+            continue  # drawn as NVIDIA's mark (or said why not), or a direction alone
+        panel = OWN_PANELS.get((measure.metric, measure.statistic))
+        gpus = int(measure.where.get("gpus", 0))
+        one = panel and not (claim.divide_by or claim.subtract) and len(reading.values) == 1
+        if one and measure.where.get("precision") == precision and (panel, gpus) in measured:
+            drawn.append((str(panel), gpus, reading.band()))
+        else:
+            apart += [reading.band(i) for i in range(len(reading.values))]
+    return drawn, apart
+
+
+def _own_bars(frame: pd.DataFrame, drawn: list[tuple[str, int, Band]]) -> pd.DataFrame:
+    """The measured points this project's own claims read, their bars the interval the verdict judged
+    them by."""
+    frame = frame.copy()
+    for panel, gpus, band in drawn:
+        at = (frame["series"] == "measured") & (frame["panel"] == panel) & (frame["gpus"] == gpus)
+        frame.loc[at, ["low", "high"]] = list(band.interval)
+    return frame
+
+
 def _bars(ax: Axes, points: pd.DataFrame, colour: str) -> None:
     """Each measured point's bars (none where it has none)."""
     points = points.dropna(subset=["low", "high"])
@@ -232,6 +291,9 @@ def plot(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> Figure:
     frame, judged = _judged_bars(frame, marks, precision)
     if frame.empty:
         return nothing_ran(title, notes)
+    tables = {"ddp": table} if reference is None else {"ddp": table, "reference": reference}
+    own, apart = own_bands(judged_on(FIGURE, tables, notes), precision, frame)
+    frame = _own_bars(frame, own)
     compared = [_compared_series(p) for p in others]
     palette = {**SERIES, **{series: f"C{i + 1}" for i, series in enumerate(compared)}}
     markers = {**MARKERS, **dict.fromkeys(compared, "s")}
@@ -258,16 +320,27 @@ def plot(table: pd.DataFrame, reference: pd.DataFrame | None = None) -> Figure:
     kinds = sorted(set(rates["interval"]))
     notes.append("points: images/s of each run; " + "; ".join(kinds) + (f"; {JUDGED}" if judged else ""))
     notes += unread
+    for panel, gpus, band in own:  # drawn once each axis has its log scale
+        draw_judged(
+            grid.axes_dict[panel], gpus / OWN_BOX, gpus * OWN_BOX, band, SERIES["measured"], bar=False
+        )
+    if own:
+        notes.append(judged_note(OWN, [band for _, _, band in own]))
+    if apart:
+        notes.append(f"judged, {apart_note(apart)}")
     _marks(grid, marks, measured)
     for ax in grid.axes.flat:  # a third of a doubling either side, however few GPU counts ran: the
         if ax.has_data():  # published marks stay beside their measured point
             ax.set_xlim(min(measured) / 1.26, max(measured) * 1.26)
-    for panel, ax in grid.axes_dict.items():  # room for every bar and mark, from 0
+    for panel, ax in grid.axes_dict.items():  # room for every bar, mark and box, from 0
         drawn = pd.concat([frame[frame["panel"] == panel], marks[marks["panel"] == panel]])
-        top = drawn[["value", "high"]].max().max()
+        boxes = [band.accepted[1] for at, _, band in own if at == panel and math.isfinite(band.accepted[1])]
+        top = max([drawn[["value", "high"]].max().max(), *boxes])
         if pd.notna(top):
             ax.set_ylim(0, top * 1.08)
     handles, labels = _legend_entries(grid, frame, palette, markers, dashes)
+    extra = judged_handles([band for _, _, band in own], "accepted range of this project's own figure")
+    handles, labels = handles + extra, labels + [handle.get_label() for handle in extra]
     grid.figure.legend(handles=handles, labels=labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
                        frameon=False)  # fmt: skip
     return finish(grid, title, notes)
