@@ -57,8 +57,11 @@ def _hfta_rows(rates: dict[str, list[float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _round(folder: Path, rates: dict[str, list[float]], claims: Path, hardware: Path, k: int) -> dict:
-    """Write the HFTA tables as they stand and run one round of `gpurepro more-processes` on them."""
+def _round(
+    folder: Path, rates: dict[str, list[float]], claims: Path, hardware: Path, k: int, *more: str
+) -> dict:
+    """Write the HFTA tables as they stand and run one round of `gpurepro more-processes` on them (`more`:
+    further options)."""
     table = _hfta_rows(rates)
     paths = {
         "hfta": table,
@@ -73,15 +76,11 @@ def _round(folder: Path, rates: dict[str, list[float]], claims: Path, hardware: 
     plan = folder / f"round{k}.json"
     args = ["more-processes", "--study", "hfta", "--claims", str(claims), "--hardware", str(hardware)]
     args += ["--tables", *(str(p) for p in sorted(tables.iterdir())), "--per-point", "10", "--out", str(plan)]
-    assert main([*args, "--earlier", *earlier]) == 0
+    assert main([*args, *more, "--earlier", *earlier]) == 0
     return json.loads(plan.read_text())
 
 
-def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
-    """A speedup near 2x over MPS, claimed 2-4x: over three noisy MPS processes its interval straddles 2,
-    so MPS (the noisier side) gets a fourth process; once the interval clears 2 the claim is resolved and
-    the rounds end. (Over serial B=1, a host-paced side, more processes would not do: its magnitude
-    reads host-dependent, and the spread between machines does not shrink with processes.)"""
+def _mps_speedup_claim(folder: Path) -> Path:
     claim = relative_claim(
         measure={
             "table": "hfta_speedup", "metric": "speedup", "statistic": "max", "reduce": "each",
@@ -90,7 +89,15 @@ def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, 
         },
         tolerance={"relative": 0.0, "why": "made tables"},
     )  # fmt: skip
-    claims = write_claims(tmp_path / "claims", claim)
+    return write_claims(folder / "claims", claim)
+
+
+def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
+    """A speedup near 2x over MPS, claimed 2-4x: over three noisy MPS processes its interval straddles 2,
+    so MPS (the noisier side) gets a fourth process; once the interval clears 2 the claim is resolved and
+    the rounds end. (Over serial B=1, a host-paced side, more processes would not do: its magnitude
+    reads host-dependent, and the spread between machines does not shrink with processes.)"""
+    claims = _mps_speedup_claim(tmp_path)
     rates = {"mps": [43_000.0, 52_000.0, 36_000.0], "hfta": [86_000.0, 85_600.0, 86_400.0]}
     first = _round(tmp_path, rates, claims, hardware_dir, 1)
     assert first["inconclusive"] == ["speedup"]
@@ -166,3 +173,20 @@ def test_an_orderings_extra_process_goes_to_the_step_it_could_not_resolve(tmp_pa
     assert [(p["wildcards"]["bert_model"], p["wildcards"]["seq"]) for p in plan["points"]] == [
         ("bert-b", "384")
     ]
+
+
+def test_each_round_is_a_look_at_the_level_the_spending_allows(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
+    """The same tables judged once (no rounds: one look, at 95%) resolve the speedup over MPS, claimed
+    2-4x; judged as the first of eight looks (seven rounds, Pocock-type spending of 5%) its interval is
+    built at 97.9% and straddles 2, so MPS gets a fourth process. The plan records the look."""
+    rates = {"mps": [40_000.0, 41_500.0, 40_600.0], "hfta": [86_000.0, 85_600.0, 86_400.0]}
+    once = tmp_path / "once"
+    once.mkdir()
+    assert _round(once, rates, _mps_speedup_claim(once), hardware_dir, 1)["inconclusive"] == []
+    looked = tmp_path / "looked"
+    looked.mkdir()
+    plan = _round(looked, rates, _mps_speedup_claim(looked), hardware_dir, 1, "--rounds", "7")
+    assert plan["inconclusive"] == ["speedup"]
+    assert [p["wildcards"]["scheme"] for p in plan["points"]] == ["mps"]
+    assert plan["look"] == 1 and plan["spending"] == "pocock" and len(plan["levels"]) == 8
+    assert plan["confidence"] == plan["levels"][0] and 0.97 < plan["confidence"] < 0.99
