@@ -12,8 +12,11 @@ import pandas as pd
 
 from gpurepro import process_table
 from gpurepro.cli import main
+from gpurepro.hardware import load_hardware
 from gpurepro.hfta_study.summary import PROCESS_KEYS, speedups
 from gpurepro.more_processes import Budget, Point, next_round
+from gpurepro.verdict.loading import load_claims
+from gpurepro.verdict.rejudge import judge_tables
 from tests.test_verdict import hardware_dir, relative_claim, write_claims  # noqa: F401 (a fixture)
 
 SERIAL = (("b", "1"), ("net", "resnet18"), ("precision", "fp16"), ("scheme", "serial"), ("step", "stock"))
@@ -190,3 +193,22 @@ def test_each_round_is_a_look_at_the_level_the_spending_allows(tmp_path: Path, h
     assert [p["wildcards"]["scheme"] for p in plan["points"]] == ["mps"]
     assert plan["look"] == 1 and plan["spending"] == "pocock" and len(plan["levels"]) == 8
     assert plan["confidence"] == plan["levels"][0] and 0.97 < plan["confidence"] < 0.99
+
+
+def test_the_verdict_reads_the_folders_last_look(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
+    """The run's verdict judges a family's claims at the look its round plans record: the speedup over
+    MPS that one look at 95% resolves reads inconclusive where the folder's plan says a round ran after
+    look 1 (so the final tables stand at look 2, 98.72%), and its detail names the look."""
+    rates = {"mps": [40_000.0, 41_500.0, 40_600.0], "hfta": [86_000.0, 85_600.0, 86_400.0]}
+    results = tmp_path / "results"
+    plans = results / "more_processes" / "hfta"
+    plans.mkdir(parents=True)
+    _round(plans, rates, _mps_speedup_claim(tmp_path), hardware_dir, 1, "--rounds", "7")
+    table = _hfta_rows(rates)
+    tables = {"hfta_speedup": speedups(table), "hfta_processes": process_table.summarise(table, PROCESS_KEYS)}
+    hardware = load_hardware(hardware_dir)
+    claims = load_claims([_mps_speedup_claim(tmp_path / "again")], None, hardware)
+    (once,) = judge_tables(claims, tables, hardware, None, gpus=1)
+    (looked,) = judge_tables(claims, tables, hardware, results, gpus=1)
+    assert not once.inconclusive and looked.inconclusive
+    assert "look 2 of at most 8: intervals at 98.72%" in looked.detail
