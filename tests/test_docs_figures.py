@@ -49,8 +49,8 @@ QUOTED = [
     (RUNTIME, "full_h100_slurm", "the full H100 plan ({jobs} jobs) about half an hour, the quick plan"),
     (RUNTIME, "quick_h100_slurm", "the quick plan {wall}. On the cluster the simulated wall time"),
     (RUNTIME, "full_h100", "| 1 | 9 h 53 min | {wall} | {worst} | | |"),
-    (RUNTIME, "full_h100_x4", "| 4 | 5 h 48 min | {wall} | {worst} | 1 h 30 min | {gpus_each} |"),
-    (RUNTIME, "full_h100_x8", "| 8 | 5 h 10 min | {wall} | {worst} | 56 min 31 s | {gpus_each} |"),
+    (RUNTIME, "full_h100_x4", "| 4 | 5 h 48 min | {wall} | {worst} | 1 h 07 min | {gpus_each} |"),
+    (RUNTIME, "full_h100_x8", "| 8 | 5 h 10 min | {wall} | {worst} | 51 min 20 s | {gpus_each} |"),
     (
         RUNTIME,
         "full_h100_x4",

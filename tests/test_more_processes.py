@@ -12,8 +12,11 @@ import pandas as pd
 
 from gpurepro import process_table
 from gpurepro.cli import main
+from gpurepro.hardware import load_hardware
 from gpurepro.hfta_study.summary import PROCESS_KEYS, speedups
 from gpurepro.more_processes import Budget, Point, next_round
+from gpurepro.verdict.loading import load_claims
+from gpurepro.verdict.rejudge import judge_tables
 from tests.test_verdict import hardware_dir, relative_claim, write_claims  # noqa: F401 (a fixture)
 
 SERIAL = (("b", "1"), ("net", "resnet18"), ("precision", "fp16"), ("scheme", "serial"), ("step", "stock"))
@@ -57,8 +60,11 @@ def _hfta_rows(rates: dict[str, list[float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _round(folder: Path, rates: dict[str, list[float]], claims: Path, hardware: Path, k: int) -> dict:
-    """Write the HFTA tables as they stand and run one round of `gpurepro more-processes` on them."""
+def _round(
+    folder: Path, rates: dict[str, list[float]], claims: Path, hardware: Path, k: int, *more: str
+) -> dict:
+    """Write the HFTA tables as they stand and run one round of `gpurepro more-processes` on them (`more`:
+    further options)."""
     table = _hfta_rows(rates)
     paths = {
         "hfta": table,
@@ -73,15 +79,11 @@ def _round(folder: Path, rates: dict[str, list[float]], claims: Path, hardware: 
     plan = folder / f"round{k}.json"
     args = ["more-processes", "--study", "hfta", "--claims", str(claims), "--hardware", str(hardware)]
     args += ["--tables", *(str(p) for p in sorted(tables.iterdir())), "--per-point", "10", "--out", str(plan)]
-    assert main([*args, "--earlier", *earlier]) == 0
+    assert main([*args, *more, "--earlier", *earlier]) == 0
     return json.loads(plan.read_text())
 
 
-def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
-    """A speedup near 2x over MPS, claimed 2-4x: over three noisy MPS processes its interval straddles 2,
-    so MPS (the noisier side) gets a fourth process; once the interval clears 2 the claim is resolved and
-    the rounds end. (Over serial B=1, a host-paced side, more processes would not do: its magnitude
-    reads host-dependent, and the spread between machines does not shrink with processes.)"""
+def _mps_speedup_claim(folder: Path) -> Path:
     claim = relative_claim(
         measure={
             "table": "hfta_speedup", "metric": "speedup", "statistic": "max", "reduce": "each",
@@ -90,7 +92,15 @@ def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, 
         },
         tolerance={"relative": 0.0, "why": "made tables"},
     )  # fmt: skip
-    claims = write_claims(tmp_path / "claims", claim)
+    return write_claims(folder / "claims", claim)
+
+
+def test_an_inconclusive_claim_gets_processes_and_then_resolves(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
+    """A speedup near 2x over MPS, claimed 2-4x: over three noisy MPS processes its interval straddles 2,
+    so MPS (the noisier side) gets a fourth process; once the interval clears 2 the claim is resolved and
+    the rounds end. (Over serial B=1, a host-paced side, more processes would not do: its magnitude
+    reads host-dependent, and the spread between machines does not shrink with processes.)"""
+    claims = _mps_speedup_claim(tmp_path)
     rates = {"mps": [43_000.0, 52_000.0, 36_000.0], "hfta": [86_000.0, 85_600.0, 86_400.0]}
     first = _round(tmp_path, rates, claims, hardware_dir, 1)
     assert first["inconclusive"] == ["speedup"]
@@ -166,3 +176,39 @@ def test_an_orderings_extra_process_goes_to_the_step_it_could_not_resolve(tmp_pa
     assert [(p["wildcards"]["bert_model"], p["wildcards"]["seq"]) for p in plan["points"]] == [
         ("bert-b", "384")
     ]
+
+
+def test_each_round_is_a_look_at_the_level_the_spending_allows(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
+    """The same tables judged once (no rounds: one look, at 95%) resolve the speedup over MPS, claimed
+    2-4x; judged as the first of eight looks (seven rounds, Pocock-type spending of 5%) its interval is
+    built at 97.9% and straddles 2, so MPS gets a fourth process. The plan records the look."""
+    rates = {"mps": [40_000.0, 41_500.0, 40_600.0], "hfta": [86_000.0, 85_600.0, 86_400.0]}
+    once = tmp_path / "once"
+    once.mkdir()
+    assert _round(once, rates, _mps_speedup_claim(once), hardware_dir, 1)["inconclusive"] == []
+    looked = tmp_path / "looked"
+    looked.mkdir()
+    plan = _round(looked, rates, _mps_speedup_claim(looked), hardware_dir, 1, "--rounds", "7")
+    assert plan["inconclusive"] == ["speedup"]
+    assert [p["wildcards"]["scheme"] for p in plan["points"]] == ["mps"]
+    assert plan["look"] == 1 and plan["spending"] == "pocock" and len(plan["levels"]) == 8
+    assert plan["confidence"] == plan["levels"][0] and 0.97 < plan["confidence"] < 0.99
+
+
+def test_the_verdict_reads_the_folders_last_look(tmp_path: Path, hardware_dir: Path) -> None:  # noqa: F811
+    """The run's verdict judges a family's claims at the look its round plans record: the speedup over
+    MPS that one look at 95% resolves reads inconclusive where the folder's plan says a round ran after
+    look 1 (so the final tables stand at look 2, 98.72%), and its detail names the look."""
+    rates = {"mps": [40_000.0, 41_500.0, 40_600.0], "hfta": [86_000.0, 85_600.0, 86_400.0]}
+    results = tmp_path / "results"
+    plans = results / "more_processes" / "hfta"
+    plans.mkdir(parents=True)
+    _round(plans, rates, _mps_speedup_claim(tmp_path), hardware_dir, 1, "--rounds", "7")
+    table = _hfta_rows(rates)
+    tables = {"hfta_speedup": speedups(table), "hfta_processes": process_table.summarise(table, PROCESS_KEYS)}
+    hardware = load_hardware(hardware_dir)
+    claims = load_claims([_mps_speedup_claim(tmp_path / "again")], None, hardware)
+    (once,) = judge_tables(claims, tables, hardware, None, gpus=1)
+    (looked,) = judge_tables(claims, tables, hardware, results, gpus=1)
+    assert not once.inconclusive and looked.inconclusive
+    assert "look 2 of at most 8: intervals at 98.72%" in looked.detail

@@ -307,7 +307,7 @@ def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[
     }
     one.pop(("reference_run", ()))  # four GPUs measure the rates on each (test below)
     assert one.keys() == four.keys()
-    assert len(one) > 450  # the full H100 plan's measuring jobs
+    assert len(one) > 400  # the full H100 plan's measuring jobs
     for key, (resources, command) in one.items():
         assert resources == ON_GPU_0, key
         other_resources, other_command = four[key]
@@ -369,16 +369,22 @@ def test_the_gpus_work_is_packed_within_the_targets(plans: dict[str, str]) -> No
         assert _wall(plans[name]) < _wall(plans["one"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # only the wall-time assertion below is expected to fail, not an error
-    reason="host-paced points keep the host to themselves (config host_to_itself: on four H200s eager "
-    "DeiT-B batch 1 read 1.66x slower beside busy neighbours, serial HFTA 0.91x; benchmarks/isolation.py, "
-    "docs/runtime.md), 4 h 05 min of the full H100 plan with nothing beside them; with host_to_itself=[] "
-    "the plan meets the targets (test below)",
-)
-def test_the_full_plan_meets_issue_60s_wall_time_targets(plans: dict[str, str]) -> None:
+def _worst(planned: str) -> float:
+    return _seconds(
+        re.search(r"more processes where claims stay inconclusive .*?: about (.+?) in all", planned).group(1)
+    )
+
+
+def test_the_full_plan_meets_its_wall_time_targets_with_host_paced_points_alone(
+    plans: dict[str, str],
+) -> None:
+    """With host-paced points keeping the host to themselves (config host_to_itself as shipped: on four
+    H200s eager DeiT-B batch 1 read 1.66x slower beside busy neighbours, serial HFTA 0.91x;
+    benchmarks/isolation.py, docs/runtime.md), the full H100 plan prints at most 4 h on one GPU, 3 h 30
+    min on four and 2 h on eight, and at worst, with its rounds of more processes, 2 h 15 min on eight."""
+    assert _wall(plans["one"]) <= 4 * 3600
     assert _wall(plans["four"]) <= 3.5 * 3600 and _wall(plans["eight"]) <= 2 * 3600
+    assert _worst(plans["eight"]) <= 2.25 * 3600
 
 
 def test_with_every_point_beside_others_the_full_plan_comes_near_the_targets(plans: dict[str, str]) -> None:

@@ -37,7 +37,7 @@ def test_dry_run_for_every_profile(device: str, workflow_copy: Path) -> None:
     )
     # the GPU profiles plan MPS points (recorded as skipped where the MPS control binary is absent); each
     # point in processes by purpose (gpurepro/more_processes/purpose.py): three where a claim reads it,
-    # two for a host-paced point only a figure shows (eager DeiT-B at batch 8), one for a GPU-bound one
+    # two for a host-paced point only a figure shows (eager DeiT-B in fp32), one for a GPU-bound one
     # (a compiled BERT-L, a graphed step); MPS at B=4 is a figure's on most profiles, a claim's where B=4
     # is the profile's best fused B (the T4's)
     assert (f"results/{device}/hfta/raw/resnet18/stock/mps_fp16_b4_run2.csv" in planned) == (device != "cpu")
@@ -50,8 +50,8 @@ def test_dry_run_for_every_profile(device: str, workflow_copy: Path) -> None:
     if device != "cpu":  # the GPU profiles plan every mode; the cpu profile runs eager only
         assert f"results/{device}/inference/raw/deit/deit-b_b1_fp16_eager_run3.csv" in planned
         assert f"results/{device}/inference/raw/deit/deit-b_b1_fp16_cudagraph_run1.csv" in planned
-        assert f"results/{device}/inference/raw/deit/deit-b_b8_fp16_eager_run2.csv" in planned
-        assert "deit-b_b8_fp16_eager_run3.csv" not in planned
+        assert f"results/{device}/inference/raw/deit/deit-b_b1_fp32_eager_run2.csv" in planned
+        assert "deit-b_b1_fp32_eager_run3.csv" not in planned
         assert f"results/{device}/inference/raw/bert/bert-l_s384_b32_fp16_compile_run1.csv" in planned
         assert "bert-l_s384_b32_fp16_compile_run2.csv" not in planned
     if device != "cpu" and shutil.which("nvcc"):

@@ -15,7 +15,7 @@ from snakemake.utils import validate
 # Parse-time helpers come from this checkout's package, so a dry-run works before installation too.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from gpurepro import nvml, profiles, provenance, registry  # noqa: E402
+from gpurepro import nvml, profiles, provenance, registry, round_order  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
 from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.host import SLICE_GPUS_VAR  # noqa: E402
@@ -500,10 +500,13 @@ def kernel_binary(wildcards):
 # Input functions of the repeated studies' rules (inference.smk, variability.smk), kept here as
 # Snakemake's lint asks: the names they read are those files' own.
 def previous_inference_round(family):
-    """Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py)."""
+    """Round r of a point waits for round r - 1 of every point of its family and for the point before
+    it in its claim group's seeded order of round r (gpurepro/round_order.py)."""
     shape = INFERENCE_FAMILIES[family]
     raw = f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv"
-    return lambda wildcards: rounds.previous_round(raw, shape["runs"], wildcards.run)
+    return lambda wildcards: round_order.waits_for(
+        f"infer_{family}", raw, shape["runs"], wildcards, INFERENCE, config["seed"]
+    )
 
 
 # More processes where a claim needs them (more_processes.smk): GPU profiles only, as on the CPU every claim

@@ -104,8 +104,8 @@ rule hfta_point:
     input:
         lambda w: DATASET_INPUT if HFTA_REAL_DATA and w.net == "resnet18" else [],
         **container_input(),
-        previous_round=lambda w: rounds.previous_round(
-            f"{HFTA_RAW}/{HFTA_STEM}.csv", HFTA_RUNS, w.run
+        previous_round=lambda w: round_order.waits_for(
+            "hfta_point", f"{HFTA_RAW}/{HFTA_STEM}.csv", HFTA_RUNS, w, HFTA, config["seed"]
         ),
     output:
         **raw_outputs(f"{HFTA_RAW}/{HFTA_STEM}"),

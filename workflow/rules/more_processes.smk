@@ -5,7 +5,9 @@
 # in round k, as the same point jobs with the next run number. The rounds end at the first that plans
 # none, at more_processes.rounds, or when the budget (per_point, extra) is spent; the family's tables
 # (common.smk family_raw) then take every round's raw files. Each family has its rounds, so one figure
-# still reruns alone (`snakemake plot_bert` measures no DeiT point).
+# still reruns alone (`snakemake plot_bert` measures no DeiT point). Each round is a look at the claims,
+# their intervals at the level that spending more_processes.looks.alpha over the rounds + 1 looks allows
+# (gpurepro/sequential.py, looks.py); the plan records it and the verdict reads the last look's.
 
 
 rule hfta_round_tables:
@@ -63,7 +65,10 @@ checkpoint more_processes:
         gpus=len(GPUS) if IS_GPU else 0,
         budget=f"--per-point {MORE['per_point']}"
         + ("" if MORE["extra"] is None else f" --extra {MORE['extra']}"),
+        looks=f"--rounds {MORE_ROUNDS} --spending {MORE['looks']['spending']} "
+        f"--alpha {MORE['looks']['alpha']}",
     shell:
         "gpurepro more-processes --study {params.study} --tables {input.tables} "
-        "--gpus {params.gpus} {params.budget} --earlier {input.earlier} --out {output.plan} "
+        "--gpus {params.gpus} {params.budget} {params.looks} --earlier {input.earlier} "
+        "--out {output.plan} "
         "> {log} 2>&1"

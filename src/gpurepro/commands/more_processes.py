@@ -9,11 +9,14 @@ import json
 import sys
 from pathlib import Path
 
+from .. import sequential
 from ..hardware import load_hardware
+from ..looks import Look, family_of, levels
 from ..more_processes import Budget, claim_points, next_round, read_plan
 from ..more_processes.points import selections
 from ..profiles import project_root
 from ..results import ensure_absent, write_derived
+from ..rounds import CLAIM_PROCESSES
 from ..verdict.claims import REPRODUCTION
 from ..verdict.evaluate import evaluate
 from ..verdict.loading import load_claims
@@ -28,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Judge the claims of one study on its tables as they stand. Every point a judged "
         "claim reads that stands on fewer than 3 processes, and for each claim still inconclusive its "
         "noisier side, get one more process, up to --per-point processes a point and --extra extra "
-        "processes in all.",
+        "processes in all. Each round is a look at the claims: their intervals are built at the level "
+        "that spending --alpha over the looks (--spending) allows this look, which the plan records.",
     )
     parser.add_argument("--study", required=True, help="the claims' study (hfta, inference)")
     parser.add_argument("--tables", nargs="+", type=Path, required=True, help="the study's tables/<name>.csv")
@@ -39,6 +43,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--per-point", type=positive_int, required=True, help="most processes of a point")
     parser.add_argument("--extra", type=int, help="most extra processes in all rounds (default: no cap)")
     parser.add_argument("--earlier", nargs="*", type=Path, default=[], help="the plans of the earlier rounds")
+    parser.add_argument(
+        "--rounds", type=int, default=0,
+        help="most rounds of more processes: the looks are one more (default 0: one look, at 1 - alpha)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--spending", choices=sequential.SPENDING, default="pocock",
+        help="how the error is spent over the repeated looks (gpurepro/sequential.py)",
+    )  # fmt: skip
+    parser.add_argument("--alpha", type=float, default=0.05, help="the error over every look (default 0.05)")
     parser.add_argument("--out", type=Path, required=True, help="this round's plan (JSON)")
     parser.set_defaults(func=run)
 
@@ -59,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     spent = sum(len(read_plan(path)) for path in args.earlier)
     budget = Budget(args.per_point, args.extra, spent)
-    outcomes = evaluate(claims, tables, hardware, args.gpus)
+    # this round's look at the claims: its intervals at the level the error spent over the looks allows
+    schedule = levels(args.spending, args.alpha, CLAIM_PROCESSES, args.per_point, args.rounds)
+    look = Look(len(args.earlier) + 1, schedule, args.spending, args.alpha)
+    families = {family_of(name) for name in tables} - {None}
+    outcomes = evaluate(claims, tables, hardware, args.gpus, looks={str(f): look for f in families})
     # the papers' claims first, then the project's own regression checks: a budget spent stops the latter.
     # A claim shown but not counted (claim.not_counted) is still settled: the verdict prints its reading.
     waiting = sorted((o for o in outcomes if o.inconclusive), key=lambda o: o.claim.purpose != REPRODUCTION)
@@ -76,13 +93,14 @@ def run(args: argparse.Namespace) -> int:
         "round": len(args.earlier) + 1,
         "inconclusive": [o.claim.id for o in waiting],
         "spent_before": spent,
+        **look.record(),
         "points": [{"study": p.study, "wildcards": p.next_run()} for p in points],
     }
     write_derived(args.out, json.dumps(plan, indent=1) + "\n")
     print(
         f"round {plan['round']}: {len(waiting)} inconclusive claim(s), {len(points)} more process(es) "
         f"({spent} run in earlier rounds; budget {budget.per_point} a point, "
-        f"{'no cap' if budget.extra is None else budget.extra} in all)",
+        f"{'no cap' if budget.extra is None else budget.extra} in all); {look.describe()}",
         file=sys.stderr,
     )
     return 0

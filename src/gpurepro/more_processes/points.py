@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..looks import family_of
 from ..verdict.claims import Claim, Selection
 from ..verdict.reading import selected_rows
 
@@ -65,14 +66,6 @@ def _inference_wildcards(row: pd.Series) -> list[dict[str, str]]:
     return [{"bert_model": str(row["model"]), "seq": str(int(row["seq_len"])), **common}]
 
 
-def _family(table: str) -> str | None:
-    if table.startswith("hfta"):
-        return "hfta"
-    if table.startswith("inference_"):
-        return table.removeprefix("inference_").removesuffix("_processes")
-    return None
-
-
 # The study table each point's processes are read from, and the metric that stands for its noise.
 _PROCESS_TABLES = {"hfta": ("hfta_processes", "throughput"), "deit": ("inference_deit_processes", None),
                    "bert": ("inference_bert_processes", None)}  # fmt: skip
@@ -115,7 +108,7 @@ def claim_points(
     ordering, only the points at the positions `order` names, where given (its unresolved steps')."""
     points: dict[tuple, Point] = {}
     for selection in selections(claim, order):
-        family = _family(selection.table)
+        family = family_of(selection.table)
         table = tables.get(selection.table)
         if family is None or table is None:
             continue

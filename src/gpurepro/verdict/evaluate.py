@@ -40,12 +40,14 @@ judging.py's, the words of the results statuses.py's, and the outcome's wording 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from ..hardware import Gpu, matching
+from ..looks import Look, of_claim, widen
+from ..stats import CONFIDENCE
 from . import hostpaced, levels
 from .between import level_interval
 from .claims import INFORMATIONAL, RELATIVE, Claim, Selection
@@ -82,14 +84,19 @@ def evaluate(
     plots: dict[str, str] | None = None,
     rules: dict[str, str] | None = None,
     plan: str = "",
+    looks: Mapping[str, Look] | None = None,
 ) -> list[Outcome]:
     """The outcome of each claim, in the order given, for a run whose tables (by name: tables/<name>.csv)
     and plots (by name: plots/<name>.png -> the path to link) are given. `gpu_count`: GPUs the run had
     (default: those its tables name); `rules`: the rule that writes each table, for not-measured hints;
-    `plan`: the run's plan as its provenance records it (measured.HowMeasured.plan; '' unknown)."""
+    `plan`: the run's plan as its provenance records it (measured.HowMeasured.plan; '' unknown);
+    `looks`: the look each family of points is judged at (looks.py: intervals at its confidence), none:
+    every claim judged once, at 95%."""
     here = Here.of(tables, gpu_count)
     by_id = {claim.id: claim for claim in claims}
-    judge = _Judge(here, tables, rules or {}, matching(hardware, here.gpu_names), by_id, plan)
+    judge = _Judge(
+        here, tables, rules or {}, matching(hardware, here.gpu_names), by_id, plan, dict(looks or {})
+    )
     return [judge.outcome(claim, hardware, plots or {}) for claim in claims]
 
 
@@ -101,6 +108,7 @@ class _Judge:
     here_gpu: Gpu | None  # this GPU's hardware entry (its datasheet), matched by NVML name
     claims: dict[str, Claim]  # every claim judged, by id: a claim read through another finds it
     plan: str = ""  # the run's plan: QUICK_PLAN where every raw file was measured by the quick plan
+    looks: Mapping[str, Look] = field(default_factory=dict)  # family of points -> the look it is judged at
 
     def outcome(self, claim: Claim, hardware: dict[str, Gpu], plots: dict[str, str]) -> Outcome:
         paper = tuple(hardware[gpu] for gpu in claim.gpus)
@@ -164,9 +172,11 @@ class _Judge:
             else:
                 judged = TRANSFERRED
                 how = f"{how}; {scaled.how}"
+        values, how = self._at_look(claim, values, how)
         sides = hostpaced.claim_sides(claim, self.tables)
         widened = level_interval(claim, values, sides, levels.load())
-        values, how = widened.values, "; ".join(part for part in (how, widened.words) if part)
+        values = replace(widened.values, confidence=values.confidence)
+        how = "; ".join(part for part in (how, widened.words) if part)
         accepted = accepted_range(claim.expected, claim.tolerance, factor, uncertainty)
         verdict, how = judge_values(claim, values, accepted, factor, how, p_value, uncertainty)
         detail = f"accepted {number(accepted[0])} to {number(accepted[1])}{claim.shown_unit}; {how}"
@@ -279,21 +289,40 @@ class _Judge:
         """The result, its detail, the points' values, the processes behind each, and the positions of
         the points in its unresolved steps: each point's value must exceed the one before; a step counts
         only where it is resolved (judging.order_step)."""
-        points = [
+        read_points = [
             read(claim.measure.with_where(where), claim.study, self.tables, self.rules)
             for where in claim.order
         ]
+        points = [self._at_look(claim, point)[0] for point in read_points]
         values = [p.values[0] for p in points]
+        look = self._look(claim)
+        confidence = look.confidence if look else CONFIDENCE
         steps, unsettled, reversed_ = [], set(), 0
         for i, (first, second) in enumerate(zip(points, points[1:], strict=False)):
-            step, resolved = order_step(first, second)
+            step, resolved = order_step(first, second, confidence)
             steps.append(step)
             if resolved is None:
                 unsettled |= {i, i + 1}
             reversed_ += resolved is False
         verdict = ORDER_FAILS if reversed_ else NOT_RESOLVED if unsettled else ORDER_HOLDS
-        detail = f"{'; '.join(steps)} {claim.unit} (95% intervals) from {claim.measure.describe()}"
+        level = f"{confidence * 100:.4g}% intervals" + (f"; {look.describe()}" if look else "")
+        detail = f"{'; '.join(steps)} {claim.unit} ({level}) from {claim.measure.describe()}"
         return verdict, detail, tuple(values), tuple(p.counts[0] for p in points), tuple(sorted(unsettled))
+
+    def _look(self, claim: Claim) -> Look | None:
+        return of_claim(self.looks, claim.measure.table)
+
+    def _at_look(self, claim: Claim, values: Values, how: str = "") -> tuple[Values, str]:
+        """The run's own intervals rebuilt at the confidence of the look the claim is judged at (none:
+        judged once, at 95%), and `how` saying which. The spread between machines that level_interval
+        widens them to is a floor more processes never narrow, so looking again does not test it again:
+        it stays at 95%."""
+        look = self._look(claim)
+        if look is None:
+            return values, how
+        intervals = values.intervals and widen(values.intervals, look, values.counts, bool(values.parts))
+        at_look = replace(values, intervals=intervals or values.intervals, confidence=look.confidence)
+        return at_look, "; ".join(part for part in (how, look.describe()) if part)
 
     def _off_paper(self, claim: Claim, paper: Gpu, values: Values, how: str) -> tuple[str, str]:
         """How a claim with nothing to make it comparable reads off the paper's GPU: its value shown

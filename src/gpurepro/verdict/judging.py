@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import process_stats
+from ..stats import CONFIDENCE
 from .claims import Claim, Direction
 from .ranges import stated_high_end, untestable_reason
 from .reading import Values
@@ -29,13 +30,14 @@ from .statuses import (
 NEAR_THRESHOLD = 0.05
 
 
-def order_step(first: Values, second: Values) -> tuple[str, bool | None]:
+def order_step(first: Values, second: Values, confidence: float = CONFIDENCE) -> tuple[str, bool | None]:
     """One step of an ordering, in words, and whether the second point lies above the first (True),
     below it (False) or neither is resolved (None): by the interval of their difference over their
-    processes where both name them, else by whether the two points' intervals part."""
+    processes where both name them (at `confidence`: a repeated look's, looks.py), else by whether the
+    two points' intervals part."""
     a, b = first.values[0], second.values[0]
     if first.processes and second.processes:
-        between = process_stats.difference_interval(second.processes[0], first.processes[0])
+        between = process_stats.difference_interval(second.processes[0], first.processes[0], confidence)
         low, high = between.low, between.high
         if not (math.isfinite(low) and math.isfinite(high)):
             return f"{a:.4g} then {b:.4g} (no interval of the difference)", None
@@ -179,7 +181,7 @@ def _direction(values: Values, direction: Direction) -> bool | None:
 def _unresolved_why(values: Values, direction: Direction) -> str:
     if values.intervals is not None and all(_known(i) for i in values.intervals):
         spans = ", ".join(f"[{low:.4g}, {high:.4g}]" for low, high in values.intervals)
-        return f"the 95% interval {spans} includes {direction.threshold:g}"
+        return f"the {_level(values)} interval {spans} includes {direction.threshold:g}"
     return "no interval over repeats, and the value is too near the threshold to read without one"
 
 
@@ -187,7 +189,11 @@ def _intervals(values: Values) -> str:
     if values.intervals is None or not all(_known(i) for i in values.intervals):
         return ""
     spans = ", ".join(f"[{low:.4g}, {high:.4g}]" for low, high in values.intervals)
-    return f"95% interval {spans}; "
+    return f"{_level(values)} interval {spans}; "
+
+
+def _level(values: Values) -> str:
+    return f"{values.confidence * 100:.4g}%"
 
 
 def _known(interval: tuple[float, float]) -> bool:

@@ -43,6 +43,8 @@ class Values:
     # a difference's two sides (the value is the first minus the second), whose own spreads its interval
     # adds; empty for a point or a ratio
     parts: tuple[float, ...] = ()
+    # the confidence of the intervals: 95%, or a repeated look's (looks.py)
+    confidence: float = 0.95
 
     @property
     def one_process(self) -> bool:

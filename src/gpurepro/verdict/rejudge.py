@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..compare.verdicts import CLAIM_COLUMNS, Judged
 from ..hardware import Gpu, load_hardware
+from ..looks import run_looks
 from ..profiles import project_root
 from . import render, sides
 from .claims import Claim
@@ -34,9 +35,11 @@ def judge_tables(
 ) -> list[Outcome]:
     """The claims judged on a run's tables, with the plan its provenance records under `results` (the
     device's folder: a quick plan's untested sizes read "not measured (quick plan)") and where each
-    claim's sides ran: what `gpurepro verdict` draws and what a comparison judges again."""
+    claim's sides ran, each family of points at its last look (looks.py): what `gpurepro verdict` draws
+    and what a comparison judges again."""
     plan = how_measured(results).plan
-    return sides.described(evaluate(claims, tables, hardware, gpus, plots, rules, plan), tables, results)
+    outcomes = evaluate(claims, tables, hardware, gpus, plots, rules, plan, run_looks(results))
+    return sides.described(outcomes, tables, results)
 
 
 def judge_run(folder: Path) -> list[Outcome]:
