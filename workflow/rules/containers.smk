@@ -4,16 +4,16 @@
 #   input:
 #       **container_input(),            # the image-id file when the engine is docker, else nothing
 #   shell:
-#       container_exec(MEASURE_GPU) + "gpurepro sgemm ... " + str(JOB_GPU) + " ..."
+#       container_exec(PLACER.measure_gpu) + "gpurepro sgemm ... " + str(PLACER.job_gpu) + " ..."
 #
 # container_exec(gpus) takes the host GPU(s) the job gets: an index, "{wildcards.gpu}", a list, or "cpu"
 # or [] for none; with docker it is the prefix "gpurepro container exec ... --gpus N -- ", otherwise "".
 # Inside a Docker job only those GPUs exist, numbered from 0 as in a cluster allocation: the GPU the
-# command itself names is JOB_GPU (in place of MEASURE_GPU) or JOB_GPU_ARGUMENT (of GPU_ARGUMENT);
-# both are the host's numbers when the engine is not docker. A job that drives every selected GPU uses
-# container_exec_all_gpus() and names GPUs by their host index.
+# command itself names is PLACER.job_gpu (in place of PLACER.measure_gpu) or PLACER.job_gpu_argument (of
+# PLACER.gpu_argument); both are the host's numbers when the engine is not docker (placement.smk). A job
+# that drives every selected GPU uses container_exec_all_gpus() and names GPUs by their host index.
 # A tool that needs a Linux capability asks for it where it is used, with the reason beside it, e.g.
-# container_exec(MEASURE_GPU, caps=["SYS_ADMIN"]) for DCGM's profiling metrics. Never --privileged.
+# container_exec(PLACER.measure_gpu, caps=["SYS_ADMIN"]) for DCGM's profiling metrics. Never --privileged.
 
 import functools
 import shlex
@@ -91,8 +91,6 @@ DOCKER_GPU_JOBS = CONTAINERS.docker_gpu_jobs
 # dependency, a new base) does not make finished measurements outdated; each records its image id.
 container_input = functools.partial(CONTAINERS.job_input, ancient)
 container_exec = CONTAINERS.exec_prefix
-JOB_GPU = CONTAINERS.job_gpu(MEASURE_GPU)
-JOB_GPU_ARGUMENT = str(CONTAINERS.job_gpu(GPU_ARGUMENT))
 # Fails plainly, when a rule asks for it, under docker with a selection that is not GPUs 0..n-1.
 container_exec_all_gpus = CONTAINERS.exec_all_gpus_prefix
 
