@@ -1,10 +1,11 @@
-# Helpers every study's rules use: config and profile validation, device resolution, result paths,
-# resources that keep two measurements off one GPU, and the telemetry flags every measuring job takes.
+# What Snakemake itself needs of every study's rules: the config and profile validated, the device and
+# GPUs, result paths, the run's start and end handlers, and the input functions the rule files share.
+# Placement (which GPU, CPU slice, threads and resources a job has) is placement.smk's; the logic of
+# both lives in the package (gpurepro/runs, gpurepro/placement), where it is unit-tested.
 
 import atexit
 import functools
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from gpurepro import profiles, provenance, registry  # noqa: E402
 from gpurepro.errors import GpureproError  # noqa: E402
 from gpurepro.forkserver import lifecycle as forkserver  # noqa: E402
 from gpurepro.more_processes import read_plan  # noqa: E402
-from gpurepro.runs import devices, gpu_check, interrupt, job_flags, result_files  # noqa: E402
+from gpurepro.runs import devices, interrupt, job_flags, result_files  # noqa: E402
 from gpurepro.runs import stale_lock  # noqa: E402
 from gpurepro.schema import coerce_cli_scalars, first_error  # noqa: E402
 from gpurepro.telemetry.cooldown import forget_levels  # noqa: E402
@@ -92,11 +93,9 @@ FORK_SERVER = []  # the run's fork server, once onstart has started it
 
 
 def say_if_a_killed_run_left_its_lock():
-    """At exit: a run killed outright left Snakemake's lock (and incomplete outputs) here; say what
-    happened and the two commands that go on (gpurepro/runs/stale_lock.py). At exit, after Snakemake's
-    own error, because the Snakefile is read before Snakemake knows whether it is to run, plan or
-    --unlock; an --unlock has removed the lock by then and says nothing more.
-    """
+    """At exit, after Snakemake's own error: a run killed outright left Snakemake's lock here; say what
+    happened and the two commands that go on (gpurepro/runs/stale_lock.py). At exit because the
+    Snakefile is read before Snakemake knows whether it is to run, plan or --unlock."""
     message = stale_lock.stale_lock_message(Path.cwd())
     if message:
         print(message, file=sys.stderr)
@@ -107,25 +106,14 @@ if workflow.is_main_process:
 
 
 def check_gpus_at_start():
-    """Before the first job of a real run on this machine's GPUs: stop, writing nothing, when NVML finds
-    no GPU, fewer than config `gpus` names, or another model than the profile's (device_check=warn
-    measures anyway, saying so); gpurepro/runs/gpu_check.py. A dry run plans without it; on a cluster
-    the GPUs are the nodes', and each job checks its own.
-    """
-    if not IS_GPU or CLUSTER:
-        return
-    found, nvml_problem = devices.nvml_gpus()
+    """Before the first job of a real run: stop, writing nothing, when the GPUs asked for are not here
+    (gpurepro/runs/devices.py); a dry run plans without it."""
     try:
-        warnings = gpu_check.check_start(
-            PROFILE, config["gpus"], found, nvml_problem, config["device_check"]
-        )
+        warnings = devices.check_at_start(PROFILE, config, CLUSTER)
     except GpureproError as err:
         stop_planning(str(err))
     for warning in warnings:
-        print(
-            f"gpurepro: {warning}; measuring anyway (device_check=warn)",
-            file=sys.stderr,
-        )
+        print(f"gpurepro: {warning}; measuring anyway (device_check=warn)", file=sys.stderr)
 
 
 def fork_server_wanted():
@@ -183,17 +171,6 @@ onerror:
     stop_fork_server()
 
 
-# The CUDA kernels (kernels/) need nvcc and a GPU profile; without nvcc they are skipped, and said so.
-KERNELS = IS_GPU and shutil.which("nvcc") is not None
-if IS_GPU and not KERNELS:
-    print(
-        "gpurepro: nvcc not found: the cublas and tiled SGEMM kernels are skipped (SGEMM runs through "
-        "torch only). Install the CUDA toolkit or run inside the project's container image.",
-        file=sys.stderr,
-    )
-KERNEL_BACKENDS = ["cublas", "tiled"] if KERNELS else []
-
-
 wildcard_constraints:
     n=r"\d+",
     gpu=r"\d+|cpu",
@@ -204,15 +181,6 @@ wildcard_constraints:
 def kernel_binary(wildcards):
     """The sgemm binary for the kernel backends; torch needs none."""
     return [] if wildcards.backend == "torch" else rules.build_kernels.output.sgemm
-
-
-# Input functions of the repeated studies' rules (inference.smk, variability.smk), kept here as
-# Snakemake's lint asks: the names they read are those files' own.
-def previous_inference_round(family):
-    """Round r of a point waits for round r - 1 of every point of its family (gpurepro/rounds.py)."""
-    shape = INFERENCE_FAMILIES[family]
-    raw = f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv"
-    return lambda wildcards: rounds.previous_round(raw, shape["runs"], wildcards.run)
 
 
 # More processes where a claim needs them (more_processes.smk): GPU profiles only, as on the CPU every claim
@@ -260,6 +228,8 @@ def round_tables(family, round):
     return [path.format(family=family, round=round) for path in tables.output]
 
 
+# Input functions of the repeated studies' rules (variability.smk, more_processes.smk), kept here as
+# Snakemake's lint asks: the names they read are those files' own.
 def variability_raw(backend, gpu, run):
     """The raw table of one variability point: the SGEMM study's where that point measured it
     (variability.smk, VARIABILITY_SHARES_SGEMM)."""

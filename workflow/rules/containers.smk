@@ -17,11 +17,22 @@
 
 import functools
 import shlex
+import shutil
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from gpurepro.containers import engine as container_engines  # noqa: E402
 from gpurepro.containers import plan as container_plan  # noqa: E402
+
+# The CUDA kernels (kernels/) need nvcc and a GPU profile; without nvcc they are skipped, and said so.
+KERNELS = IS_GPU and shutil.which("nvcc") is not None
+if IS_GPU and not KERNELS:
+    print(
+        "gpurepro: nvcc not found: the cublas and tiled SGEMM kernels are skipped (SGEMM runs through "
+        "torch only). Install the CUDA toolkit or run inside the project's container image.",
+        file=sys.stderr,
+    )
+KERNEL_BACKENDS = ["cublas", "tiled"] if KERNELS else []
 
 CONTAINER = config["container"]
 _DEPLOYMENT = workflow.deployment_settings
@@ -95,7 +106,7 @@ container_exec = CONTAINERS.exec_prefix
 container_exec_all_gpus = CONTAINERS.exec_all_gpus_prefix
 
 # nvcc is in the image: under docker the kernels are built and run there, whether or not this host has
-# a CUDA toolkit (common.smk decided from the host's PATH alone).
+# a CUDA toolkit (decided above from the host's PATH alone).
 if DOCKER_GPU_JOBS and not KERNELS:
     KERNELS = True
     KERNEL_BACKENDS = ["cublas", "tiled"]

@@ -62,3 +62,14 @@ def planned_gpus(requested: Sequence[int] | str, gpu_profile: bool, cluster: boo
         return sorted(requested) if nvml_gpus()[0] else list(requested)
     here = [] if cluster else [g.index for g in detected_gpus(requested)]
     return here or [0]
+
+
+def check_at_start(profile: Mapping[str, Any], config: Mapping[str, Any], cluster: bool) -> list[str]:
+    """Before the first job of a real run on this machine's GPUs: GpureproError when NVML finds no GPU,
+    fewer than config `gpus` names, or another model than the profile's (gpu_check.check_start); the
+    mismatches device_check=warn measures anyway. Nothing to check on the cpu profile, nor on a cluster,
+    where the GPUs are the nodes' and each job checks its own."""
+    if profile["kind"] != "gpu" or cluster:
+        return []
+    found, nvml_problem = nvml_gpus()
+    return gpu_check.check_start(profile, config["gpus"], found, nvml_problem, config["device_check"])
