@@ -113,7 +113,10 @@ def check_gpus_at_start():
     except GpureproError as err:
         stop_planning(str(err))
     for warning in warnings:
-        print(f"gpurepro: {warning}; measuring anyway (device_check=warn)", file=sys.stderr)
+        print(
+            f"gpurepro: {warning}; measuring anyway (device_check=warn)",
+            file=sys.stderr,
+        )
 
 
 def fork_server_wanted():
@@ -138,16 +141,11 @@ def stop_fork_server():
 
 
 onstart:
-    # Checked once the executor is known (a dry-run plans without one): cluster.enabled measures GPU 0 of
-    # each job's own allocation, which is only right where the scheduler gives each job its own GPU.
-    if IS_GPU and workflow.non_local_exec != CLUSTER:
-        stop_planning(
-            "cluster.enabled is off but jobs go to a cluster executor: run with --profile profiles/slurm "
-            "(it sets cluster.enabled), or add cluster={enabled: true} to your --configfile"
-            if workflow.non_local_exec
-            else "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
-            "Use the default profile, or --profile profiles/slurm"
-        )
+    # cluster.enabled where, and only where, jobs go to a cluster (gpurepro/runs/devices.py)
+    if problem := devices.executor_problem(
+        IS_GPU, CLUSTER, workflow.non_local_exec
+    ):
+        stop_planning(problem)
     # --touch marks outputs up to date (their times and Snakemake's metadata) and runs no job: it replaces
     # no raw file, so neither the guard nor the estimate nor the fork server has work to do
     if not workflow.touch:

@@ -144,7 +144,9 @@ for family, shape in INFERENCE_FAMILIES.items():
             **container_input(),
             # round r of a point waits for round r - 1 of every point of its family (rounds.py)
             previous_round=lambda wildcards, family=family, shape=shape: rounds.previous_round(
-                f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv", shape["runs"], wildcards.run
+                f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv",
+                shape["runs"],
+                wildcards.run,
             ),
         output:
             **raw_outputs(f"{INFERENCE_RAW}/{family}/{shape['stem']}"),

@@ -9,9 +9,10 @@ from gpurepro.placement import groups as placement_groups  # noqa: E402
 from gpurepro.placement.placer import Placer  # noqa: E402
 from gpurepro.runplan import durations, jobs  # noqa: E402
 
+# every core Snakemake was given; without --cores nothing runs (--report, --lint): any count will do
 try:
     PLACEMENT_CORES = workflow.cores
-except WorkflowError:  # without --cores nothing runs (--report, --lint): any count will do
+except WorkflowError:
     PLACEMENT_CORES = 1
 PLACEMENT_GPU_MODEL = config["cluster"]["gpu_model"]
 

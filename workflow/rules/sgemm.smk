@@ -13,7 +13,11 @@ SGEMM_BACKENDS = [
 # its points are placed by claim group, with the reference rates (reference.smk)
 PLACER.plan(
     "sgemm_run",
-    [{"backend": backend, "n": n} for backend in SGEMM_BACKENDS for n in SGEMM["sizes"]],
+    [
+        {"backend": backend, "n": n}
+        for backend in SGEMM_BACKENDS
+        for n in SGEMM["sizes"]
+    ],
 )
 
 

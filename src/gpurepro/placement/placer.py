@@ -166,9 +166,7 @@ class Placer:
         if not self.placed:
             return self.measure_resources()
         claims: dict[str, Entry] = {
-            f"gpu_{g}": (
-                lambda wildcards, g=g: int(self.placement().gpu(rule, dict(wildcards.items())) == g)
-            )
+            f"gpu_{g}": (lambda wildcards, g=g: int(self.placement().gpu(rule, dict(wildcards.items())) == g))
             for g in self.gpus
         }
         if registry.BY_RULE[rule].mps:

@@ -73,3 +73,20 @@ def check_at_start(profile: Mapping[str, Any], config: Mapping[str, Any], cluste
         return []
     found, nvml_problem = nvml_gpus()
     return gpu_check.check_start(profile, config["gpus"], found, nvml_problem, config["device_check"])
+
+
+def executor_problem(gpu_profile: bool, cluster: bool, cluster_executor: bool) -> str | None:
+    """Why the run cannot measure where its jobs go, or None. Known once the executor is (a dry-run plans
+    without one): cluster.enabled measures GPU 0 of each job's own allocation, which is only right where
+    the scheduler gives each job its own GPU."""
+    if not gpu_profile or cluster_executor == cluster:
+        return None
+    if cluster_executor:
+        return (
+            "cluster.enabled is off but jobs go to a cluster executor: run with --profile profiles/slurm "
+            "(it sets cluster.enabled), or add cluster={enabled: true} to your --configfile"
+        )
+    return (
+        "cluster.enabled is on but jobs run here: every GPU job would measure GPU 0 at once. "
+        "Use the default profile, or --profile profiles/slurm"
+    )
