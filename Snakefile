@@ -30,6 +30,8 @@ include: "workflow/rules/common.smk"
 # Right after the helpers: the container engine, the image rule and its helpers, and the global
 # container directive, which applies to the rules defined after it.
 include: "workflow/rules/containers.smk"
+# Which GPU, CPU slice, threads and resources each job has: one object the rules below ask.
+include: "workflow/rules/placement.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/kernels.smk"
 include: "workflow/rules/sgemm.smk"
@@ -46,8 +48,6 @@ include: "workflow/rules/more_processes.smk"
 include: "workflow/rules/report.smk"
 # Not in `all`: this run against another (snakemake compare --config compare_with=<results folder>).
 include: "workflow/rules/compare.smk"
-# Which GPU measures each claim group (the measuring rules above read it when their jobs are planned).
-include: "workflow/rules/placement.smk"
 # The estimate of the planned jobs' wall time, printed before they start.
 include: "workflow/rules/runplan.smk"
 

@@ -1,6 +1,6 @@
 """Claim-affine placement: the points one claim compares share a GPU within a round, the groups of each
 round are packed onto the selected GPUs longest first, one GPU plans as before, and the estimate says
-how the GPUs share the wall time (gpurepro/placement, workflow/rules/placement.smk)."""
+how the GPUs share the wall time (gpurepro/placement/placer.py, workflow/rules/placement.smk)."""
 
 from __future__ import annotations
 
@@ -298,9 +298,9 @@ def test_four_gpus_each_carry_claim_groups_never_split_within_a_round(plans: dic
 
 
 def test_one_gpu_plans_as_before_and_placement_changes_only_the_gpu(plans: dict[str, str]) -> None:
-    """On one GPU every measuring job holds gpu_0 and names GPU 0 as measure_resources() and JOB_GPU
-    gave it; on four, the same commands but for the GPU each job holds and, where its cores differ from
-    the one-GPU plan's, the torch threads it has there (test above)."""
+    """On one GPU every measuring job holds gpu_0 and names GPU 0 as the placer's measure_resources() and
+    job_gpu gave it; on four, the same commands but for the GPU each job holds and, where its cores
+    differ from the one-GPU plan's, the torch threads it has there (test above)."""
     one = {(rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _placed_jobs(plans["one"])}
     four = {
         (rule, tuple(sorted(w.items()))): (r, c) for rule, w, r, c in _grouped(_placed_jobs(plans["four"]))

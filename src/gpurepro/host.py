@@ -44,8 +44,9 @@ THREAD_COUNT_VARS = (
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 )
-# The GPUs ("0,1,2,3") whose measuring jobs run side by side on this host (a placed run, common.smk): the
-# GPUs among them that share a CPU set split it, each pinning its jobs to a slice of its own.
+# The GPUs ("0,1,2,3") whose measuring jobs run side by side on this host (a placed run,
+# placement/placer.py): the GPUs among them that share a CPU set split it, each pinning its jobs to a
+# slice of its own.
 SLICE_GPUS_VAR = "GPUREPRO_SLICE_GPUS"
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 PCI_SYSFS = Path("/sys/bus/pci/devices")

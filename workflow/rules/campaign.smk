@@ -91,7 +91,7 @@ rule campaign_node:
     wildcard_constraints:
         node=campaign_plan.node_pattern(CAMPAIGN_PLAN.to_measure),
         attempt=r"\d+",
-    threads: all_cores() if not CLUSTER else 1
+    threads: PLACER.cores if not CLUSTER else 1
     resources:
         # Locally every selected GPU is the job's; on a cluster the whole node, exclusively.
         **(
@@ -107,7 +107,7 @@ rule campaign_node:
                 ),
             }
             if CLUSTER
-            else all_gpus_resources()
+            else PLACER.all_gpus_resources()
         ),
     params:
         n=VARIABILITY["n"],

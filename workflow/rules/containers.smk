@@ -4,24 +4,35 @@
 #   input:
 #       **container_input(),            # the image-id file when the engine is docker, else nothing
 #   shell:
-#       container_exec(MEASURE_GPU) + "gpurepro sgemm ... " + str(JOB_GPU) + " ..."
+#       container_exec(PLACER.measure_gpu) + "gpurepro sgemm ... " + str(PLACER.job_gpu) + " ..."
 #
 # container_exec(gpus) takes the host GPU(s) the job gets: an index, "{wildcards.gpu}", a list, or "cpu"
 # or [] for none; with docker it is the prefix "gpurepro container exec ... --gpus N -- ", otherwise "".
 # Inside a Docker job only those GPUs exist, numbered from 0 as in a cluster allocation: the GPU the
-# command itself names is JOB_GPU (in place of MEASURE_GPU) or JOB_GPU_ARGUMENT (of GPU_ARGUMENT);
-# both are the host's numbers when the engine is not docker. A job that drives every selected GPU uses
-# container_exec_all_gpus() and names GPUs by their host index.
+# command itself names is PLACER.job_gpu (in place of PLACER.measure_gpu) or PLACER.job_gpu_argument (of
+# PLACER.gpu_argument); both are the host's numbers when the engine is not docker (placement.smk). A job
+# that drives every selected GPU uses container_exec_all_gpus() and names GPUs by their host index.
 # A tool that needs a Linux capability asks for it where it is used, with the reason beside it, e.g.
-# container_exec(MEASURE_GPU, caps=["SYS_ADMIN"]) for DCGM's profiling metrics. Never --privileged.
+# container_exec(PLACER.measure_gpu, caps=["SYS_ADMIN"]) for DCGM's profiling metrics. Never --privileged.
 
 import functools
 import shlex
+import shutil
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from gpurepro.containers import engine as container_engines  # noqa: E402
 from gpurepro.containers import plan as container_plan  # noqa: E402
+
+# The CUDA kernels (kernels/) need nvcc and a GPU profile; without nvcc they are skipped, and said so.
+KERNELS = IS_GPU and shutil.which("nvcc") is not None
+if IS_GPU and not KERNELS:
+    print(
+        "gpurepro: nvcc not found: the cublas and tiled SGEMM kernels are skipped (SGEMM runs through "
+        "torch only). Install the CUDA toolkit or run inside the project's container image.",
+        file=sys.stderr,
+    )
+KERNEL_BACKENDS = ["cublas", "tiled"] if KERNELS else []
 
 CONTAINER = config["container"]
 _DEPLOYMENT = workflow.deployment_settings
@@ -91,13 +102,11 @@ DOCKER_GPU_JOBS = CONTAINERS.docker_gpu_jobs
 # dependency, a new base) does not make finished measurements outdated; each records its image id.
 container_input = functools.partial(CONTAINERS.job_input, ancient)
 container_exec = CONTAINERS.exec_prefix
-JOB_GPU = CONTAINERS.job_gpu(MEASURE_GPU)
-JOB_GPU_ARGUMENT = str(CONTAINERS.job_gpu(GPU_ARGUMENT))
 # Fails plainly, when a rule asks for it, under docker with a selection that is not GPUs 0..n-1.
 container_exec_all_gpus = CONTAINERS.exec_all_gpus_prefix
 
 # nvcc is in the image: under docker the kernels are built and run there, whether or not this host has
-# a CUDA toolkit (common.smk decided from the host's PATH alone).
+# a CUDA toolkit (decided above from the host's PATH alone).
 if DOCKER_GPU_JOBS and not KERNELS:
     KERNELS = True
     KERNEL_BACKENDS = ["cublas", "tiled"]

@@ -80,6 +80,8 @@ HFTA_RUNS = list(
     hfta_sweep.points(HFTA_POINTS, HFTA_SERIAL_B, purpose.counter("hfta", HFTA))
 )
 HFTA_STEM = "{net}/{step}/{scheme}_{precision}_b{b}_run{run}"
+# placed by claim group (gpurepro/placement/placer.py)
+PLACER.plan("hfta_point", HFTA_RUNS)
 
 # ResNet-18 reads real Tiny-ImageNet batches when data.source is tiny-imagenet; everything else trains
 # on synthetic batches.
@@ -90,7 +92,7 @@ HFTA_REAL_FLAGS = (
 
 
 # Like every measuring job, each samples DCGM beside its telemetry where DCGM exists (common.smk); its
-# GPU is the job's own (params.gpu: placed_job_gpu).
+# GPU is the job's own (params.gpu: PLACER.params()).
 HFTA_FLAGS = (
     f"--batch-size {HFTA['batch_size']} --steps {HFTA['steps']} "
     f"--warmup {HFTA['warmup']} --image-size {HFTA['image_size']} --seq-len {HFTA['seq_len']} "
@@ -120,16 +122,16 @@ rule hfta_point:
         precision="fp32|fp16|bf16",
         b=r"\d+",
         run=r"\d+",
-    # on a cluster, one allocation per claim group and round (common.smk claim_group)
+    # on a cluster, one allocation per claim group and round (placement.smk claim_group)
     group:
         claim_group("hfta_point")
-    threads: placed_threads("hfta_point")
+    threads: PLACER.threads("hfta_point")
     resources:
-        **placed_resources("hfta_point"),
+        **PLACER.resources("hfta_point"),
     params:
-        # the GPU of the point's claim group in its round (common.smk placed_resources)
-        **placed_params(),
-        flags=measuring_flags("hfta_point", HFTA_FLAGS),
+        # the GPU of the point's claim group in its round (gpurepro/placement/placer.py)
+        **PLACER.params(),
+        flags=PLACER.flags("hfta_point", HFTA_FLAGS),
         # a compiled step is graphed too where graphed steps run (a GPU, sgd)
         graphs=lambda w: (
             "on"
@@ -144,7 +146,7 @@ rule hfta_point:
             else "--data-source synthetic"
         ),
     shell:
-        placed_container_exec()
+        PLACER.container_prefix()
         + "gpurepro hfta --workload {wildcards.net} --mode {wildcards.scheme} --precision {wildcards.precision} "
         "-B {wildcards.b} --run {wildcards.run} --graphs {params.graphs} --compile {params.compile} "
         "{params.data} --gpu {params.gpu} {params.flags} "

@@ -10,6 +10,7 @@ import itertools
 from gpurepro import inference as inference_study  # noqa: E402
 from gpurepro import rounds  # noqa: E402
 from gpurepro.more_processes import purpose  # noqa: E402
+from gpurepro.runs.job_flags import inference_points_problem  # noqa: E402
 
 INFERENCE = PROFILE["inference"]
 INFERENCE_RUN = config["inference"]
@@ -20,12 +21,17 @@ INFERENCE_RAW = f"{RESULTS}/inference/raw"
 INFERENCE_EXTRA = INFERENCE.get("extra_points", [])
 
 
-check_inference_points("precisions", INFERENCE["precisions"], INFERENCE["modes"])
-check_inference_points(
-    "extra_points",
-    [point["precision"] for point in INFERENCE_EXTRA],
-    [point["mode"] for point in INFERENCE_EXTRA],
-)
+# A point that asks for a precision the GPU lacks, or for cudagraph where there is no GPU, stops the plan.
+for key, precisions, modes in (
+    ("precisions", INFERENCE["precisions"], INFERENCE["modes"]),
+    (
+        "extra_points",
+        [point["precision"] for point in INFERENCE_EXTRA],
+        [point["mode"] for point in INFERENCE_EXTRA],
+    ),
+):
+    if problem := inference_points_problem(PROFILE, DEVICE, key, precisions, modes):
+        stop_planning(problem)
 
 # DeiT's points: every model at every batch, precision and mode, then the extra points not among them,
 # as lists of equal length for expand(..., zip, ...).
@@ -96,7 +102,7 @@ INFERENCE_TIMING = inference_study.timing(INFERENCE, config)
 
 # Timing, energy-window and active-idle options of every `gpurepro infer` job (the other studies measure
 # no active idle, so the flag is not among every study's measurement_flags); its GPU is the job's own
-# (params.gpu: placed_job_gpu).
+# (params.gpu: PLACER.params()).
 INFERENCE_FLAGS = (
     f"--min-run-time {INFERENCE_TIMING['min_run_time_s']} "
     f"--warmup {INFERENCE_RUN['warmup']} {measurement_flags('inference', INFERENCE_TIMING['energy_window_s'], INFERENCE)} "
@@ -122,6 +128,11 @@ INFERENCE_FAMILIES = {
 }
 
 
+# The points of each family are placed by claim group (gpurepro/placement/placer.py).
+for family, shape in INFERENCE_FAMILIES.items():
+    PLACER.plan(f"infer_{family}", shape["runs"])
+
+
 # Each stage is one rule per family: infer_<family> measures one point in one process,
 # inference_<family> gathers the family's tidy tables and plot_<family> draws its figure.
 for family, shape in INFERENCE_FAMILIES.items():
@@ -131,30 +142,39 @@ for family, shape in INFERENCE_FAMILIES.items():
             f"infer_{family}"
         input:
             **container_input(),
-            previous_round=previous_inference_round(family),
+            # round r of a point waits for round r - 1 of every point of its family and for the point
+            # before it in its claim group's seeded order of round r (round_order.py)
+            previous_round=lambda wildcards, family=family, shape=shape: round_order.waits_for(
+                f"infer_{family}",
+                f"{INFERENCE_RAW}/{family}/{shape['stem']}.csv",
+                shape["runs"],
+                wildcards,
+                INFERENCE,
+                config["seed"],
+            ),
         output:
             **raw_outputs(f"{INFERENCE_RAW}/{family}/{shape['stem']}"),
         log:
             f"{RESULTS}/logs/inference/{family}/{shape['stem']}.log",
         benchmark:
             f"{RESULTS}/benchmarks/inference/{family}/{shape['stem']}.tsv"
-        # on a cluster, one allocation per claim group and round (common.smk claim_group)
+        # on a cluster, one allocation per claim group and round (placement.smk claim_group)
         group:
             claim_group(f"infer_{family}")
-        threads: placed_threads(f"infer_{family}")
+        threads: PLACER.threads(f"infer_{family}")
         resources:
-            **placed_resources(f"infer_{family}"),
+            **PLACER.resources(f"infer_{family}"),
         params:
-            # the GPU of the point's claim group in its round (common.smk placed_resources)
-            **placed_params(),
-            flags=measuring_flags(f"infer_{family}", INFERENCE_FLAGS),
+            # the GPU of the point's claim group in its round (gpurepro/placement/placer.py)
+            **PLACER.params(),
+            flags=PLACER.flags(f"infer_{family}", INFERENCE_FLAGS),
             # bound now: a shell command is formatted as the job runs, when the loop's `shape` is the
             # last family's
             model=lambda wildcards, model_args=shape["model_args"]: model_args.format(
                 wildcards=wildcards
             ),
         shell:
-            placed_container_exec()
+            PLACER.container_prefix()
             + "gpurepro infer {params.model} "
             + "-b {wildcards.batch} --precision {wildcards.precision} --mode {wildcards.mode} "
             "--run {wildcards.run} --gpu {params.gpu} {params.flags} --out {output.table} "

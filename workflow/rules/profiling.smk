@@ -18,7 +18,7 @@ NSYS_FLAGS = (
     "--cooldown-max-wait-s 0 --dcgm-out off"
 )
 NSYS_INFER = (
-    f"--mode eager -b 1 --gpu {JOB_GPU} --min-run-time 1 --warmup 3 {NSYS_FLAGS}"
+    f"--mode eager -b 1 --gpu {PLACER.job_gpu} --min-run-time 1 --warmup 3 {NSYS_FLAGS}"
 )
 # The fused array at the profile's second-smallest B (or its only one), a few steps, its first precision.
 NSYS_HFTA_B = sorted(PROFILE["hfta"]["b_values"])[
@@ -27,14 +27,14 @@ NSYS_HFTA_B = sorted(PROFILE["hfta"]["b_values"])[
 NSYS_HFTA = (
     f"gpurepro hfta --workload resnet18 --mode hfta -B {NSYS_HFTA_B} --precision "
     f"{PROFILE['hfta']['precisions'][-1]} --batch-size {PROFILE['hfta']['batch_size']} "
-    f"--image-size {PROFILE['hfta']['image_size']} --steps 10 --warmup 3 --gpu {JOB_GPU} {NSYS_FLAGS}"
+    f"--image-size {PROFILE['hfta']['image_size']} --steps 10 --warmup 3 --gpu {PLACER.job_gpu} {NSYS_FLAGS}"
 )
 
 # The traced workloads: name -> command. SGEMM with every backend of the study at its smallest size;
 # DeiT-B and BERT-B inference, eager, batch 1.
 NSYS_WORKLOADS = {
     **{
-        f"sgemm_{backend}_n{NSYS_N}": f"gpurepro sgemm {NSYS_N} 20 {JOB_GPU} --backend {backend} "
+        f"sgemm_{backend}_n{NSYS_N}": f"gpurepro sgemm {NSYS_N} 20 {PLACER.job_gpu} --backend {backend} "
         f"--warmup 3 {NSYS_FLAGS}"
         for backend in SGEMM_BACKENDS
     },
@@ -42,7 +42,7 @@ NSYS_WORKLOADS = {
     "bert-b_s128_b1_eager": f"gpurepro infer bert -m bert-b -s 128 {NSYS_INFER}",
     f"hfta_resnet18_b{NSYS_HFTA_B}_fused": NSYS_HFTA,
     # One GPU, the profile's batch and precision, a few iterations (no raw table: the log has the summary).
-    "resnet50_train_1gpu": f"gpurepro train resnet50 --gpus {JOB_GPU} {TRAIN_FLAGS} --iterations 10",
+    "resnet50_train_1gpu": f"gpurepro train resnet50 --gpus {PLACER.job_gpu} {TRAIN_FLAGS} --iterations 10",
 }
 # Workloads that run the CUDA sgemm binary (cublas, tiled) need it built first.
 NSYS_BINARIES = {
@@ -79,17 +79,17 @@ rule profile_nsys_run:
         f"{RESULTS}/logs/profiles/nsys/{{workload}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/profiles/nsys/{{workload}}.tsv"
-    threads: measure_threads()
+    threads: PLACER.measure_threads()
     resources:
-        **measure_resources(),
+        **PLACER.measure_resources(),
     params:
         stem=lambda wildcards, output: output.report[: -len(".nsys-rep")],
-        gpu=JOB_GPU,
+        gpu=PLACER.job_gpu,
         profile=DEVICE,
         command=lambda wildcards: NSYS_WORKLOADS[wildcards.workload],
         binary=binary_flag,
     shell:
-        container_exec(MEASURE_GPU)
+        container_exec(PLACER.measure_gpu)
         + "gpurepro profile nsys --out {params.stem} --gpu {params.gpu} --profile {params.profile} "
         "-- {params.command} {params.binary} > {log} 2>&1"
 

@@ -11,6 +11,9 @@
 REFERENCE = PROFILE["reference"]
 REFERENCE_RAW = f"{RESULTS}/reference/raw/rates" + ("_gpu{gpu}" if PLACED else "")
 REFERENCE_LOG = "rates" + ("_gpu{gpu}" if PLACED else "")
+# the job of the SGEMM group's GPU; under placement every GPU has one, each held by its own GPU rather
+# than placed, and the others' seconds are left out of the packing
+PLACER.plan("reference_run", [{}])
 
 
 rule reference_run:
@@ -23,22 +26,22 @@ rule reference_run:
         f"{RESULTS}/logs/reference/{REFERENCE_LOG}.log",
     benchmark:
         f"{RESULTS}/benchmarks/reference/{REFERENCE_LOG}.tsv"
-    # on a cluster, one allocation with the SGEMM points (common.smk claim_group)
+    # on a cluster, one allocation with the SGEMM points (placement.smk claim_group)
     group:
         claim_group("reference_run")
-    threads: placed_threads("reference_run")
+    threads: PLACER.threads("reference_run")
     resources:
-        **reference_resources(),
+        **PLACER.own_gpu_resources("reference_run"),
     params:
-        # the GPU of the SGEMM and reference group (common.smk placed_resources), or under placement
-        # the job's own GPU
-        **reference_params(),
+        # the GPU of the SGEMM and reference group, or under placement the job's own GPU
+        # (gpurepro/placement/placer.py)
+        **PLACER.own_gpu_params(),
         sizes=(
             f"--gemm-n {REFERENCE['gemm_n']} --copy-mib {REFERENCE['copy_mib']} "
             f"--reps {REFERENCE['reps']}"
         ),
     shell:
-        placed_container_exec()
+        PLACER.container_prefix()
         + "gpurepro reference {params.gpu} --profile "
         + DEVICE
         + " {params.sizes} --seed "
@@ -49,7 +52,12 @@ rule reference_run:
 
 rule reference:
     input:
-        reference_tables(),
+        # the raw rates: one file per selected GPU under placement, else the one
+        (
+            expand(rules.reference_run.output.table, gpu=GPUS)
+            if PLACED
+            else rules.reference_run.output.table
+        ),
     output:
         f"{RESULTS}/tables/reference.csv",
     log:

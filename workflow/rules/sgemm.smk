@@ -10,6 +10,15 @@ SGEMM_BACKENDS = [
     for backend in SGEMM.get("backends", ["torch", *KERNEL_BACKENDS])
     if backend == "torch" or backend in KERNEL_BACKENDS
 ] or ["torch"]
+# its points are placed by claim group, with the reference rates (reference.smk)
+PLACER.plan(
+    "sgemm_run",
+    [
+        {"backend": backend, "n": n}
+        for backend in SGEMM_BACKENDS
+        for n in SGEMM["sizes"]
+    ],
+)
 
 
 rule sgemm_run:
@@ -22,21 +31,21 @@ rule sgemm_run:
         f"{RESULTS}/logs/sgemm/{{backend}}_n{{n}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/sgemm/{{backend}}_n{{n}}.tsv"
-    # on a cluster, one allocation with the reference rates (common.smk claim_group)
+    # on a cluster, one allocation with the reference rates (placement.smk claim_group)
     group:
         claim_group("sgemm_run")
-    threads: placed_threads("sgemm_run")
+    threads: PLACER.threads("sgemm_run")
     resources:
-        **placed_resources("sgemm_run"),
+        **PLACER.resources("sgemm_run"),
     params:
-        # the GPU of the SGEMM and reference group (common.smk placed_resources)
-        **placed_params(),
+        # the GPU of the SGEMM and reference group (gpurepro/placement/placer.py)
+        **PLACER.params(),
         reps=SGEMM["reps"],
         warmup=SGEMM["warmup"],
         binary=binary_flag,
-        flags=measuring_flags("sgemm_run", measurement_flags("sgemm")),
+        flags=PLACER.flags("sgemm_run", measurement_flags("sgemm")),
     shell:
-        placed_container_exec()
+        PLACER.container_prefix()
         + "gpurepro sgemm {wildcards.n} {params.reps} {params.gpu} --backend {wildcards.backend} "
         "{params.binary} --warmup {params.warmup} {params.flags} "
         "--out {output.table} --trace-out {output.trace} > {log} 2>&1"

@@ -53,7 +53,7 @@ DDP_RESOURCES = (
     if not IS_GPU
     else (
         {
-            **cluster_resources(),
+            **PLACER.cluster_resources(),
             "gpu": lambda wildcards: int(wildcards.ngpus),
             "nodes": 1,
         }
@@ -76,7 +76,7 @@ rule train_ddp:
         f"{RESULTS}/benchmarks/ddp/{{ngpus}}gpu_{{precision}}.tsv"
     wildcard_constraints:
         precision="|".join([DDP_PRECISION, *DDP_COMPARED]),
-    threads: measure_threads()
+    threads: PLACER.measure_threads()
     resources:
         **DDP_RESOURCES,
     params:

@@ -31,9 +31,9 @@ VARIABILITY_NODE = (
 # GPU, so it holds all of them: the GPUs are then measured one at a time. Noise runs are filed apart (file
 # name), never mixed with quiet ones.
 VARIABILITY_RESOURCES = (
-    all_gpus_resources()
+    PLACER.all_gpus_resources()
     if VARIABILITY_NOISE != "none" and IS_GPU
-    else per_gpu_resources()
+    else PLACER.per_gpu_resources()
 )
 VARIABILITY_RAW = f"{RESULTS}/variability/raw/{{backend}}_gpu{{gpu}}_run{{run}}" + (
     "" if VARIABILITY_NOISE == "none" else f"_noise-{VARIABILITY_NOISE}"
@@ -76,9 +76,9 @@ if VARIABILITY_NODE:
         benchmark:
             f"{RESULTS}/benchmarks/variability/{{backend}}_run{{run}}.tsv"
         # every core, as a campaign's node job: no other job's load on the host while the GPUs are timed
-        threads: all_cores()
+        threads: PLACER.cores
         resources:
-            **all_gpus_resources(),
+            **PLACER.all_gpus_resources(),
         params:
             n=VARIABILITY["n"],
             reps=VARIABILITY["reps"],
@@ -114,7 +114,7 @@ else:
             f"{RESULTS}/logs/variability/{{backend}}_gpu{{gpu}}_run{{run}}.log",
         benchmark:
             f"{RESULTS}/benchmarks/variability/{{backend}}_gpu{{gpu}}_run{{run}}.tsv"
-        threads: measure_threads()
+        threads: PLACER.measure_threads()
         resources:
             **VARIABILITY_RESOURCES,
         params:
@@ -132,7 +132,7 @@ else:
                 TRAIN_FLAGS,
                 LOADER_WORKERS,
             ),
-        # GPU_ARGUMENT: the job's own GPU, or on a cluster GPU 0 of the job's own allocation. Under docker a
+        # gpu_argument: the job's own GPU, or on a cluster GPU 0 of the job's own allocation. Under docker a
         # job gets its own GPU (GPU 0 inside), or with noise every GPU, numbered as on the host.
         shell:
             (
@@ -141,7 +141,11 @@ else:
                 else container_exec("{wildcards.gpu}")
             )
             + "gpurepro sgemm {params.n} {params.reps} "
-            + (GPU_ARGUMENT if VARIABILITY_NOISE != "none" else JOB_GPU_ARGUMENT)
+            + (
+                PLACER.gpu_argument
+                if VARIABILITY_NOISE != "none"
+                else PLACER.job_gpu_argument
+            )
             + " --backend {wildcards.backend} "
             "{params.binary} --warmup {params.warmup} --run {wildcards.run} {params.flags} {params.noise} "
             "--out {output.table} --trace-out {output.trace} > {log} 2>&1"
