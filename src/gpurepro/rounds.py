@@ -10,7 +10,7 @@ the GPU does (1: processes of a GPU-bound point agree within a percent or two). 
 is more_processes/purpose.py's answer, passed in here as `read`.
 
 The repeats run in rounds: round r of every point of a sweep runs before round r+1 of any
-(workflow/rules/common.smk makes round r+1 of a point wait for round r of all), so a drift of the room
+(the rule files make round r+1 of a point wait for round r of all: round_order.waits_for), so a drift of the room
 or the host over the run spreads over all points instead of biasing the ones measured last, and two
 points' figures of one round can be paired (process_stats.ratio_interval). Within a round the points a
 claim reads run in a seeded order that reverses every round (round_order.py).
