@@ -32,13 +32,20 @@ def _full_plan_rows(table: pd.DataFrame, workloads: list[str], precisions: list[
     return pd.concat([table, *others], ignore_index=True)
 
 
-def test_hfta_claims_read_only_their_protocols_workload_and_precision_in_the_full_plan(tmp_path: Path) -> None:
+def _hfta_readings(device: Path) -> dict[str, tuple]:
+    """Each HFTA claim's result, values and intervals as this checkout judges the run's tables."""
+    return {
+        o.claim.id: (o.result, o.values, o.intervals) for o in judge_run(device) if o.claim.study == "hfta"
+    }
+
+
+def test_hfta_claims_read_only_their_protocols_workload_and_precision(tmp_path: Path) -> None:
     device = unpack(SHIPPED, tmp_path / "run")
-    quick = {o.claim.id: (o.result, o.values, o.intervals) for o in judge_run(device) if o.claim.study == "hfta"}
+    quick = _hfta_readings(device)
     hfta = load_profile("h100")["hfta"]  # the full plan's sweep on the profile the plan's figures are for
     assert len(hfta["workloads"]) > 1 and len(hfta["precisions"]) > 1
     for name in ("hfta_speedup", "hfta_processes"):
         path = device / "tables" / f"{name}.csv"
         _full_plan_rows(pd.read_csv(path), hfta["workloads"], hfta["precisions"]).to_csv(path, index=False)
-    full = {o.claim.id: (o.result, o.values, o.intervals) for o in judge_run(device) if o.claim.study == "hfta"}
+    full = _hfta_readings(device)
     assert quick and full == quick

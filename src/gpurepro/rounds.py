@@ -9,11 +9,11 @@ processes where the host paces it (2: the figure shows a second process's spread
 the GPU does (1: processes of a GPU-bound point agree within a percent or two). Which claims read a point
 is more_processes/purpose.py's answer, passed in here as `read`.
 
-The repeats run in rounds: round r of every point of a sweep runs before round r+1 of any
-(the rule files make round r+1 of a point wait for round r of all: round_order.waits_for), so a drift of the room
-or the host over the run spreads over all points instead of biasing the ones measured last, and two
-points' figures of one round can be paired (process_stats.ratio_interval). Within a round the points a
-claim reads run in a seeded order that reverses every round (round_order.py).
+The repeats run in rounds: round r of every point of a sweep runs before round r+1 of any (the rule files
+make round r+1 of a point wait for round r of all: round_order.waits_for), so a drift of the room or the
+host over the run spreads over all points instead of biasing the ones measured last, and two points'
+figures of one round can be paired (process_stats.ratio_interval). Within a round the points a claim
+reads run in a seeded order that reverses every round (round_order.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from pathlib import Path
 from . import durations, schedule
 from .jobs import PlannedJob
 
-# The resource of one GPU of this machine (the placement object's measure_resources, placement/placer.py): gpu_0, gpu_1, ...
+# The resource of one GPU of this machine (measure_resources of the placement object, placement/placer.py):
+# gpu_0, gpu_1, ...
 GPU_RESOURCE = re.compile(r"gpu_\d+")
 
 
