@@ -166,6 +166,9 @@ def signalled_run(workflow: Path, sig: signal.Signals, *args: str) -> tuple[int,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # Ctrl-C's default, as a terminal gives it: started in the background of a script, this test
+        # would pass on SIGINT ignored, which snakemake (rightly) keeps ignoring
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     said: list[str] = []
     assert process.stdout is not None
