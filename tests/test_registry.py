@@ -111,3 +111,15 @@ def test_placed_records_name_their_group_wildcards_among_their_axes() -> None:
         assert set(record.group_wildcards) <= set(record.axes)
         if record.pace is not None:
             assert set(record.pace.wildcards) <= set(record.axes)
+
+
+def test_each_family_with_rounds_names_its_measuring_rule_and_round_tables_rule() -> None:
+    """common.smk finds a family's raw files and round tables through these, not by its name."""
+    assert registry.with_rounds("hfta").rule == "hfta_point"
+    assert registry.with_rounds("deit").round_tables == registry.with_rounds("bert").round_tables
+    assert {registry.with_rounds(f).round_tables for f in ("hfta", "deit")} == {
+        "hfta_round_tables",
+        "inference_round_tables",
+    }
+    with pytest.raises(KeyError, match="sgemm: no family of points with rounds"):
+        registry.with_rounds("sgemm")

@@ -85,6 +85,8 @@ class Measured:
     # some of its points run under an MPS daemon (the `scheme` wildcard `mps`), one daemon on the node at
     # a time
     mps: bool = False
+    # the rule that remakes its family's tables before each round of more processes (more_processes.smk)
+    round_tables: str | None = None
 
     def point_kind(self, wildcards: Mapping[str, Any]) -> str | None:
         """The kind of one of its points (host_share.KINDS), None where it is not placed by claim group."""
@@ -134,6 +136,7 @@ RECORDS: tuple[Measured, ...] = (
         tables=("inference_deit", "inference_deit_processes"), claims=("inference",), figure="deit",
         group="deit", group_wildcards=("batch", "precision"), kind="inference", pace=_INFERENCE_PACE,
         cooldown_s=2.0, idle_from_section=True, extra_rounds=True, every_core=True,
+        round_tables="inference_round_tables",
     ),
     Measured(
         rule="infer_bert", study="inference", family="bert", section="inference",
@@ -141,13 +144,14 @@ RECORDS: tuple[Measured, ...] = (
         tables=("inference_bert", "inference_bert_processes"), claims=("inference",), figure="bert",
         group="bert", group_wildcards=("batch", "precision"), kind="inference", pace=_INFERENCE_PACE,
         cooldown_s=2.0, idle_from_section=True, extra_rounds=True, every_core=True,
+        round_tables="inference_round_tables",
     ),
     Measured(
         rule="hfta_point", study="hfta", family="hfta", section="hfta",
         axes=("net", "step", "scheme", "precision", "b"), tables=("hfta", "hfta_speedup", "hfta_processes"),
         claims=("gpurepro_reference", "hfta"), figure="hfta", group="hfta",
         group_wildcards=("net", "precision"), kind="hfta", pace=_HFTA_PACE, cooldown_s=12.0,
-        idle_from_section=True, extra_rounds=True, mps=True,
+        idle_from_section=True, extra_rounds=True, mps=True, round_tables="hfta_round_tables",
     ),
     Measured(
         rule="train_ddp", study="ddp", family="ddp", section="train", axes=("ngpus", "precision"),
@@ -173,6 +177,14 @@ SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(r.section for r in RECORDS if r.
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(kind for record in RECORDS for kind in record.kinds()))
 # Rules whose points are placed by claim group, and the group each names.
 PLACED: Mapping[str, Measured] = {r.rule: r for r in RECORDS if r.group is not None}
+
+
+def with_rounds(family: str) -> Measured:
+    """The measuring record of a family whose points get rounds of more processes (hfta, deit, bert)."""
+    found = [r for r in RECORDS if r.family == family and r.extra_rounds]
+    if len(found) != 1:
+        raise KeyError(f"{family}: no family of points with rounds of more processes")
+    return found[0]
 
 
 def record(rule: str) -> Measured | None:

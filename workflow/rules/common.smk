@@ -208,21 +208,15 @@ def extra_points(family, rounds):
 def family_raw(family, rounds, output="table"):
     """Raw files (`output`: table or trace) of one family's points (hfta, deit, bert): its own rounds,
     then the first `rounds` extra ones."""
-    if family == "hfta":
-        measured, own = rules.hfta_point.output, HFTA_RUNS
-    else:
-        measured = getattr(rules, f"infer_{family}").output
-        own = INFERENCE_FAMILIES[family]["runs"]
+    measuring = registry.with_rounds(family).rule
     extra = [p["wildcards"] for p in extra_points(family, rounds)]
-    pattern = getattr(measured, output)
-    return [pattern.format(**point) for point in [*own, *extra]]
+    pattern = getattr(getattr(rules, measuring).output, output)
+    return [pattern.format(**point) for point in [*PLACER.points_of(measuring), *extra]]
 
 
 def round_tables(family, round):
     """The tables a family's claims are judged on before extra round `round`."""
-    tables = (
-        rules.hfta_round_tables if family == "hfta" else rules.inference_round_tables
-    )
+    tables = getattr(rules, registry.with_rounds(family).round_tables)
     return [path.format(family=family, round=round) for path in tables.output]
 
 

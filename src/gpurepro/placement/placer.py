@@ -105,6 +105,10 @@ class Placer:
     def points(self) -> tuple[Point, ...]:
         return tuple(self._points)
 
+    def points_of(self, rule: str) -> list[Mapping[str, Any]]:
+        """The planned points of one rule, in the order they were registered."""
+        return [point for planned, point in self._points if planned == rule]
+
     def placement(self) -> packing.Placement:
         """The claim groups of the registered points packed onto the GPUs, by their modelled seconds;
         made once, when the first placed job asks."""
