@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import sequential
+from . import registry, sequential
 from .stats import CONFIDENCE
 
 # The folder of the round plans under a device's results folder (more_processes.smk's MORE_DIR).
@@ -67,11 +67,8 @@ def levels(spending: str, alpha: float, first: int, per_point: int, rounds: int)
 def family_of(table: str) -> str | None:
     """The family of points a table of a study measured in processes holds (hfta, deit, bert): the one
     whose rounds a claim reading it is judged in; None for a study without rounds of processes."""
-    if table.startswith("hfta"):
-        return "hfta"
-    if table.startswith("inference_"):
-        return table.removeprefix("inference_").removesuffix("_processes")
-    return None
+    found = [record.family for record in registry.RECORDS if record.extra_rounds and table in record.tables]
+    return found[0] if found else None
 
 
 def _round(path: Path) -> int:
