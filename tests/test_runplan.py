@@ -124,6 +124,10 @@ def test_earlier_benchmark_files_of_this_device_replace_the_model(tmp_path: Path
     assert durations.earlier(unseen, tmp_path / "results-new", _settings()) is None
     found = estimate.estimate([job, unseen], _settings(), tmp_path / "results-new", 16, {})
     assert found.from_earlier == 1 and found.wall_s == pytest.approx(50)
+    # what the command takes: the run's start before its first job, then the jobs
+    assert found.total_s == pytest.approx(50 + durations.RUN_START_S)
+    assert f"about {estimate.duration(found.total_s)} with 16 cores" in estimate.describe(found, 16)
+    assert estimate.estimate([], _settings(), tmp_path / "results-new", 16, {}).total_s == 0
     assert found.model_wall_s < 49
     text = estimate.describe(found, 16)
     assert "1 of 2 jobs from this device's earlier benchmark files" in text and "inference 2 jobs" in text
@@ -331,4 +335,6 @@ def test_the_slurm_profiles_plan_is_estimated_for_its_jobs_at_once(workflow_copy
         units = {"h": 3600, "min": 60, "s": 1}
         return sum(int(value) * units[unit] for value, unit in re.findall(r"(\d+) (h|min|s)\b", printed[1]))
 
-    assert "SLURM jobs running at once" in cluster and wall(cluster) < wall(serial) / 2
+    # the jobs' wall times, without the run's own start, which both pay once
+    jobs_cluster, jobs_serial = (wall(plan) - durations.RUN_START_S for plan in (cluster, serial))
+    assert "SLURM jobs running at once" in cluster and jobs_cluster < jobs_serial / 2

@@ -33,6 +33,13 @@ PROCESS_SUFFIX = re.compile(r"_run\d+\.tsv$")
 # Seconds from a job's command to its measurement's start and from its end to the job's (H100, 16
 # cores: median 0.6 s forked from the fork server; 8-11 s as a new interpreter importing torch).
 START_FORKED_S, START_OWN_S = 1.0, 9.0
+# Seconds from the command to the run's first job, which no job's time holds: Snakemake reading the
+# workflow and building the plan, then the checks before the first job (the GPUs against NVML, the raw
+# files the plan reads), the estimate itself and the fork server importing torch. A piece of the full
+# plan on an H200 host (16 cores, 17 jobs): 4 s to Snakemake's banner, 25 s from it to the first job.
+# Building the plan grows with it (a dry-run of the full plan's 525 jobs takes about 3 s more than one
+# of 17), well inside what this rounds to.
+RUN_START_S = 29.0
 # Mean cool-down wait before a point of each measuring rule (registry.py's cooldown_s): SGEMM and HFTA
 # points leave the GPU 5-15 C above its idle temperature, inference barely warms it. How long the next
 # point waits depends on the idle temperature the run records at its first measurement (the GPU's

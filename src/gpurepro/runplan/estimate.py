@@ -40,6 +40,13 @@ class Estimate:
     cluster_jobs: int | None = None
     # on a cluster: the group jobs, each one allocation running one claim group's round in series
     group_jobs: int = 0
+    # before the first job: Snakemake's start, its plan and the run's checks (durations.RUN_START_S)
+    start_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        """What the command takes: its start, then the jobs' wall time."""
+        return self.start_s + self.wall_s
 
 
 def estimate(
@@ -88,6 +95,7 @@ def estimate(
         every_core=(tuple(sorted({rule for rule, _ in every_core})), sum(s for _, s in every_core)),
         cluster_jobs=cluster_jobs,
         group_jobs=len({job.group for job in jobs if job.group is not None}),
+        start_s=durations.RUN_START_S if jobs else 0.0,
     )
 
 
@@ -176,12 +184,12 @@ def describe(
         return "gpurepro: nothing to run"
     basis = (
         f"{found.from_earlier} of {found.jobs} jobs from this device's earlier benchmark files, the rest "
-        f"from the studies' models (models alone: {duration(found.model_wall_s)})"
+        f"from the studies' models (models alone: {duration(found.start_s + found.model_wall_s)})"
         if found.from_earlier
         else "from the studies' models (no earlier benchmark files of these jobs on this device)"
     )
     studies = ", ".join(f"{name} {_jobs(count)} {duration(s)}" for name, (count, s) in found.studies.items())
-    planned = f"{_jobs(found.jobs)} planned, about {duration(found.wall_s)} {_on(found, cores)}"
+    planned = f"{_jobs(found.jobs)} planned, about {duration(found.total_s)} {_on(found, cores)}"
     lines = [f"gpurepro: {planned}; {basis}."]
     if studies:
         basis = "" if start_temperature_c is None else f" for a GPU starting at {start_temperature_c:g} C"
@@ -200,7 +208,7 @@ def describe(
         lines.append(
             f"gpurepro: and at worst {count} more process{'es' * (count != 1)} where claims stay "
             f"inconclusive (more_processes.extra {extra.extra} a family of points): about "
-            f"{duration(found.wall_s + seconds)} in all."
+            f"{duration(found.total_s + seconds)} in all."
             if count
             else f"gpurepro: and, where claims stay inconclusive, up to {extra.rounds} rounds of one more "
             "process for each point they read (more_processes.per_point caps a point)."
