@@ -229,6 +229,15 @@ def test_a_dry_run_estimates_only_the_jobs_it_planned(workflow_copy: Path) -> No
     )
     # the worst case of the rounds of more processes: BERT's cap alone (quick: 1 a family of points)
     assert "at worst 1 more process where claims stay inconclusive" in one_figure
+    # a piece that stops at raw files plans no checkpoint of more processes: it has no extra round to
+    # add, and says none (its first line counts the run's own start on top of its measurements)
+    piece = _dry_run(
+        workflow_copy,
+        "results/h100/inference/raw/bert/bert-b_s128_b1_fp16_eager_run1.csv",
+        "--cores", "16", "--config", "device=h100", "quick=true",
+    )  # fmt: skip
+    assert "gpurepro: 1 job planned, about" in piece and "measurements: inference 1 job" in piece
+    assert "inconclusive" not in piece
 
 
 def test_the_full_h100_plan_fits_a_gpu_day(workflow_copy: Path) -> None:

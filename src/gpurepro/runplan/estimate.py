@@ -203,7 +203,7 @@ def describe(
         lines.append(f"gpurepro: measurements: {studies}{waits}.")
     if placed and len(found.gpus_s) > 1:
         lines.append(_side_by_side(found))
-    if extra is not None and extra.rounds and found.studies:
+    if extra is not None and extra.rounds and extra.studies and found.studies:
         count, seconds = extra.worst_case(found)
         lines.append(
             f"gpurepro: and at worst {count} more process{'es' * (count != 1)} where claims stay "
