@@ -94,9 +94,14 @@ COUNTER_EDGES_S = 0.15
 # the first fused job of the plan takes it on top of its model (a machine whose cache is warm gives it
 # back).
 HFTA_FIRST_BUILD_S = 33.0
-# ResNet-50 training images/s per GPU, warm-up and cuDNN's autotuning included (H100: 30 + 10 steps of
-# 256 images took 2.4 s in AMP, 18 s in TF32), and torchrun's start-up. No cool-down or idle baseline.
-TRAIN_RATE = {"fp16": 4_300.0, "bf16": 4_300.0, "tf32": 570.0, "fp32": 570.0}
+# ResNet-50 training images/s per GPU, and the seconds a precision spends before its steps run at that
+# rate (cuDNN's autotuning of every convolution), and torchrun's start-up. No cool-down or idle baseline.
+# AMP: 30 + 10 steps of 256 images took 2.4 s on an H100; 100 + 20 steps 20.7 s in all on an H200, as
+# modelled. TF32: 40 steps took 18 s on an H100, 120 steps 22.9 s on an H200 (36.4 s, less torchrun and
+# start): steps at about 4,200 images/s after some 15.5 s of autotuning, which a single rate (570
+# images/s, fitted to the 40 steps) put at 67 s for the 120.
+TRAIN_RATE = {"fp16": 4_300.0, "bf16": 4_300.0, "tf32": 4_180.0, "fp32": 4_180.0}
+TRAIN_AUTOTUNE_S = {"tf32": 15.5, "fp32": 15.5}
 TORCHRUN_S = 12.5
 # Jobs that are not measurements: seconds of work after start-up.
 FIXED_S = {
@@ -238,7 +243,7 @@ def train_ddp(job: PlannedJob, settings: RunSettings) -> float:
     precision = job.wildcards.get("precision", train.get("precision", "fp16"))
     images = (int(train["iterations"]) + int(train["warmup"])) * int(train["batch_size"])
     rate = TRAIN_RATE.get(precision, TRAIN_RATE["fp32"])
-    return settings.start_s + TORCHRUN_S + images / rate
+    return settings.start_s + TORCHRUN_S + TRAIN_AUTOTUNE_S.get(precision, 0.0) + images / rate
 
 
 def loader_bench(job: PlannedJob, settings: RunSettings) -> float:
