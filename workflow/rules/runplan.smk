@@ -74,7 +74,9 @@ def print_estimate():
     )
     # one entry per family of points whose checkpoint of more processes is planned (more_processes.smk):
     # its study. A target that stops at raw files (a piece of the full plan) plans none: no extra round.
-    checked = {job.wildcards.get("family") for job in planned if job.rule == "more_processes"}
+    checked = {
+        job.wildcards.get("family") for job in planned if job.rule == "more_processes"
+    }
     extra = estimate.ExtraProcesses(
         tuple(
             r.study for r in registry.RECORDS if r.extra_rounds and r.family in checked
