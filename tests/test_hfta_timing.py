@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -24,14 +25,27 @@ def test_a_unit_trains_for_at_least_its_minimum_time() -> None:
     timed = training.train_fused(
         training.TrainSettings(**{**SETTINGS.__dict__, "min_timed_s": 0.6, "dropped_steps": 2}), 2
     )
-    assert timed.t_end_unix_s - timed.t_start_unix_s >= 0.6
-    assert timed.steps > SETTINGS.steps  # an MLP step takes milliseconds: many more than 2 fill 0.6 s
+    # how many steps fill 0.6 s is the host's (a loaded host ran only the 2 asked): the next test counts
+    assert timed.t_end_unix_s - timed.t_start_unix_s >= 0.6 and timed.steps >= SETTINGS.steps
     assert timed.samples == 2 * 8 * timed.steps
     assert (timed.dropped_steps, timed.min_timed_s) == (2, 0.6)
     row = timed.row()
     assert row["steps"] == timed.steps and row["ms"] >= 600
     quick = training.train_fused(SETTINGS, 2)  # no minimum: exactly the steps asked for
     assert quick.steps == 2 and quick.dropped_steps == 0
+
+
+def test_steps_go_on_past_those_asked_until_the_minimum_time_has_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rule as a count, on a host clock that reads 0.25 s later at each reading: the window starts
+    at 0 s and the 2 steps asked run; the clock then reads 0.25 s and 0.5 s, under the 0.6 s minimum, so
+    two more steps run, and 0.75 s ends them. The window's end is the next reading, 1.0 s."""
+    readings = iter(0.25 * i for i in range(100))
+    monkeypatch.setattr(training, "time", SimpleNamespace(time=lambda: next(readings)))
+    timed = training.train_fused(training.TrainSettings(**{**SETTINGS.__dict__, "min_timed_s": 0.6}), 2)
+    assert timed.steps == 4 and timed.samples == 2 * 8 * 4
+    assert (timed.t_start_unix_s, timed.t_end_unix_s) == (0.0, 1.0)  # the end is read after the last step
 
 
 def test_a_compiled_step_trains_the_same_models(monkeypatch: pytest.MonkeyPatch) -> None:
