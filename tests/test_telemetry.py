@@ -174,7 +174,10 @@ def test_each_device_s_window_is_aligned_to_its_own_counter() -> None:
     windows = meter.end_window("idle")
     assert set(windows) == {"0", "1"}
     for window in windows.values():
-        assert window.avg_power_w == pytest.approx(70.0, rel=0.01)
+        # generous as above, for a busy host's spaced reads (1% off was seen under load), and still
+        # catching a window that counts a whole update more or less (+-20%) or whose edges lie off its updates
+        assert window.avg_power_w == pytest.approx(70.0, rel=0.08)
+        assert window.duration_s / 0.1 == pytest.approx(round(window.duration_s / 0.1), abs=0.25)
     assert abs(windows["0"].start_unix_s - windows["1"].start_unix_s) > 0.02  # their own instants
 
 
