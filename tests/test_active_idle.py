@@ -95,7 +95,9 @@ def test_the_harness_rests_a_prepared_workload_that_asks_for_it() -> None:
     rest = result.active_idle["cpu"]
     reps_at = float(next(e for e in events if e.startswith("reps")).rsplit(" ", 1)[1])
     assert prepared_at <= rest.start_unix_s < rest.end_unix_s <= reps_at  # after prepare, before the reps
-    assert rest.seconds == pytest.approx(0.3, abs=0.05) and rest.method == "rapl"
+    # its 0.3 s, less at most what its edges' stamps shave off; under 5 s is generous, for a sleep that a
+    # busy host wakes late from
+    assert 0.25 <= rest.seconds < 5.0 and rest.method == "rapl"
     assert rest.power_w == pytest.approx(WATTS, rel=0.02)
     phases = result.trace.frame["phase"]
     assert {"idle", "active_idle", "reps", "energy"} <= set(phases)
@@ -358,7 +360,7 @@ def test_after_a_long_enough_cool_down_the_idle_baseline_is_its_tail() -> None:
     idle = result.idle["cpu"]
     assert idle.seconds == pytest.approx(SETTINGS.idle_seconds, abs=0.01) and idle.method == "rapl"
     assert idle.power_w == pytest.approx(WATTS, rel=0.05)  # read from the sampled counter
-    assert idle.end_unix_s <= prepared[0] < idle.end_unix_s + 0.1  # prepared at once, no rest after it
+    assert idle.end_unix_s <= prepared[0]  # prepared after the tail; no rest after it: no "idle" phase below
     assert prepared[0] - began < result.cooldown.waited_s + 0.5
     phases = set(result.trace.frame["phase"])
     assert "cooldown" in phases and "idle" not in phases
