@@ -13,6 +13,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -188,6 +189,26 @@ def cmdline_of(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return []
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` still runs: not exited, and not a zombie nobody has reaped yet. A process may exit and
+    be reaped between a check that it exists and the read of its status (seen under load): that is gone."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def gone_within(pids: Iterable[int], within_s: float) -> bool:
+    """True once none of `pids` runs, checked until `within_s` has passed."""
+    pids = list(pids)
+    deadline = time.monotonic() + within_s
+    while any(running(pid) for pid in pids):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 # What the workflow reads, dry-run or not (the image rule's inputs included); never results/, data/,

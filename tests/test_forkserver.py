@@ -20,6 +20,8 @@ import pytest
 
 from gpurepro.forkserver import lifecycle, protocol
 
+from .conftest import gone_within
+
 FAST = ["--profile", "cpu", "--idle-seconds", "0.1", "--energy-window-s", "0.1", "--cooldown-max-wait-s", "0"]
 # A job that says it started, then sleeps: for the signal tests (the server imports it from PYTHONPATH).
 SLEEPER = textwrap.dedent(
@@ -122,15 +124,6 @@ def _started(marker: Path) -> int:
     return int(marker.read_text())
 
 
-def _gone(pid: int, within_s: float = 20) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _sleeper(marker: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "gpurepro.forkserver.client", "forkserver_sleeper:main", str(marker)],
@@ -145,7 +138,7 @@ def test_a_signal_to_the_client_ends_the_job_with_it(server: lifecycle.ForkServe
     assert psutil.Process(job).ppid() != client.pid  # forked by the server, not started by the client
     client.send_signal(signal.SIGTERM)
     assert client.wait(timeout=30) == 128 + signal.SIGTERM
-    assert _gone(job)
+    assert gone_within([job], 20)
 
 
 def test_a_client_killed_outright_takes_its_job_with_it(server: lifecycle.ForkServer, tmp_path: Path) -> None:
@@ -153,7 +146,7 @@ def test_a_client_killed_outright_takes_its_job_with_it(server: lifecycle.ForkSe
     job = _started(tmp_path / "pid")
     client.kill()
     client.wait(timeout=30)
-    assert _gone(job)
+    assert gone_within([job], 20)
 
 
 def test_an_unreachable_server_leaves_the_job_to_its_own_interpreter(tmp_path: Path) -> None:
@@ -177,5 +170,5 @@ def test_the_server_leaves_when_its_parent_is_gone(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, timeout=300)
     pid, socket = out.stdout.split()
-    assert _gone(int(pid), within_s=30)
+    assert gone_within([int(pid)], 30)
     assert not Path(socket).exists()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import time
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -128,83 +127,123 @@ def test_energy_windows_from_rapl_and_unavailable(tmp_path: Path) -> None:
     assert "RAPL" in window.note
 
 
+class _HostClock:
+    """The clock the energy meter reads, standing in for the host's: each reading costs `read_s` (a busy
+    host spaces the meter's reads out) and sleeping moves it on. The windows' edges then come out the same
+    however loaded the machine running the tests is, and the bounds below follow from `read_s` alone."""
+
+    def __init__(self, read_s: float) -> None:
+        self.now, self.read_s = 1_000_000.037, read_s  # between two of the counter's updates
+
+    def time(self) -> float:
+        self.now += self.read_s
+        return self.now
+
+    perf_counter = time
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=[0.0005, 0.01], ids=["idle_host", "busy_host"])
+def host_clock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> _HostClock:
+    """The energy meter and the harness on a host whose reads take 0.5 ms, or 10 ms."""
+    clock = _HostClock(read_s=request.param)
+    monkeypatch.setattr("gpurepro.telemetry.energy.time", clock)
+    monkeypatch.setattr("gpurepro.harness.time", clock)
+    return clock
+
+
 class _SteppedCounter:
     """A source whose energy counter, like NVML's, holds its value between updates every `period_s`: a
-    device drawing `watts` throughout."""
+    device drawing `watts` throughout, on the host's clock."""
 
     kind = "nvml"
     slow_energy_read = False
 
     def __init__(
-        self, watts: float = 125.0, period_s: float = 0.1, phases: tuple[float, ...] = (0.0,)
+        self, clock: _HostClock, watts: float, period_s: float = 0.1, phases: tuple[float, ...] = (0.0,)
     ) -> None:
-        self.watts, self.period_s, self.phases = watts, period_s, phases  # one device per phase
+        # one device per phase
+        self.clock, self.watts, self.period_s, self.phases = clock, watts, period_s, phases
 
     def devices(self) -> list[str]:
         return [str(i) for i in range(len(self.phases))]
 
     def energy_j(self) -> dict[str, float]:
         return {
-            str(i): math.floor((time.time() + phase) / self.period_s) * self.period_s * self.watts
+            str(i): math.floor((self.clock.now + phase) / self.period_s) * self.period_s * self.watts
             for i, phase in enumerate(self.phases)
         }
 
 
-def assert_edges_on_updates(window: EnergyWindow, period_s: float = 0.1) -> None:
-    """The window spans a whole number of the counter's update periods, give or take a quarter of one."""
-    assert window.duration_s / period_s == pytest.approx(round(window.duration_s / period_s), abs=0.25)
+def read_spacing_s(clock: _HostClock) -> float:
+    """The most time between two of the meter's reads while it waits for an update (one check of its
+    deadline, one read): an edge is taken halfway between the reads around the update, so within this of
+    it, and a window's length within twice this of a whole number of updates."""
+    return 2 * clock.read_s
 
 
-def test_an_energy_window_opens_and_closes_at_updates_of_the_counter() -> None:
+def assert_edges_on_updates(window: EnergyWindow, clock: _HostClock, period_s: float = 0.1) -> None:
+    """The window spans a whole number of the counter's update periods, within its edges' error."""
+    updates = round(window.duration_s / period_s)
+    assert window.duration_s == pytest.approx(updates * period_s, abs=2 * read_spacing_s(clock))
+
+
+def test_an_energy_window_opens_and_closes_at_updates_of_the_counter(host_clock: _HostClock) -> None:
     """A window read at the instants it opens and closes counts a whole update more or less than its
     wall time holds (+-20% over 0.5 s here; +3.3% over 3 s gave inference processes on H100s 4-5 W
     too much): each edge waits for the counter to change, so power comes out as drawn, whatever the
     window's overrun."""
-    meter = EnergyMeter(_SteppedCounter(watts=125.0), min_window_s=0.4)  # type: ignore[arg-type]
+    meter = EnergyMeter(_SteppedCounter(host_clock, watts=125.0), min_window_s=0.4)  # type: ignore[arg-type]
     for overrun in (0.0, 0.013, 0.037, 0.061, 0.089):
         meter.begin_window("w")
-        time.sleep(0.45 + overrun)
+        host_clock.sleep(0.45 + overrun)
         window = meter.end_window("w")["0"]
-        # An edge's instant is taken halfway between the reads around the update, which a busy host
-        # spaces out: the bounds are generous against that, and still catch a window that counts a
-        # whole update more or less (+-20% here) or whose edges lie off the updates (up to a period)
-        assert window.avg_power_w == pytest.approx(125.0, rel=0.08), overrun
+        # off by no more than the edges' error: 4% on the busy host, where a whole update more or less
+        # would be 20%
+        error = 2 * read_spacing_s(host_clock) / window.duration_s
+        assert window.avg_power_w == pytest.approx(125.0, rel=error), overrun
         assert window.duration_s >= 0.45 + overrun
-        assert_edges_on_updates(window)
+        assert_edges_on_updates(window, host_clock)
 
 
-def test_each_device_s_window_is_aligned_to_its_own_counter() -> None:
+def test_each_device_s_window_is_aligned_to_its_own_counter(host_clock: _HostClock) -> None:
     """Two GPUs' counters update on their own, out of phase: each window takes its own device's updates."""
-    meter = EnergyMeter(_SteppedCounter(watts=70.0, phases=(0.0, 0.043)), min_window_s=0.4)  # type: ignore[arg-type]
+    counters = _SteppedCounter(host_clock, watts=70.0, phases=(0.0, 0.043))
+    meter = EnergyMeter(counters, min_window_s=0.4)  # type: ignore[arg-type]
     meter.begin_window("idle")
-    time.sleep(0.47)
+    host_clock.sleep(0.47)
     windows = meter.end_window("idle")
     assert set(windows) == {"0", "1"}
     for window in windows.values():
-        # generous as above, for a busy host's spaced reads (1% off was seen under load), and still
-        # catching a window that counts a whole update more or less (+-20%) or whose edges lie off its updates
-        assert window.avg_power_w == pytest.approx(70.0, rel=0.08)
-        assert_edges_on_updates(window)
-    assert abs(windows["0"].start_unix_s - windows["1"].start_unix_s) > 0.02  # their own instants
+        error = 2 * read_spacing_s(host_clock) / window.duration_s
+        assert window.avg_power_w == pytest.approx(70.0, rel=error)
+        assert_edges_on_updates(window, host_clock)
+    # their own instants: device 1's counter updates 43 ms before device 0's
+    skew = windows["0"].start_unix_s - windows["1"].start_unix_s
+    assert skew == pytest.approx(0.043, abs=2 * read_spacing_s(host_clock))
 
 
-def test_the_energy_window_keeps_the_device_at_work_until_the_counter_closes_it() -> None:
+def test_the_energy_window_keeps_the_device_at_work_until_the_counter_closes_it(
+    host_clock: _HostClock,
+) -> None:
     """Past its seconds the operations go on until the counter's next update, and are counted."""
-    meter = EnergyMeter(_SteppedCounter(watts=300.0), min_window_s=0.5)  # type: ignore[arg-type]
+    meter = EnergyMeter(_SteppedCounter(host_clock, watts=300.0), min_window_s=0.5)  # type: ignore[arg-type]
     for seconds in (0.004, 0.011, 0.023):  # operations of several lengths: closes at several phases
         ran: list[float] = []
 
         def operation(seconds: float = seconds, ran: list[float] = ran) -> None:
-            time.sleep(seconds)
-            ran.append(time.time())
+            host_clock.sleep(seconds)
+            ran.append(host_clock.now)
 
         windows, operations = run_energy_window(meter, operation, lambda: None, min_seconds=0.5)
         window = windows["0"]
         assert operations == len(ran) and ran[-1] >= window.end_unix_s - seconds
-        # the close is taken halfway between the two reads around the update: within an operation, as
-        # long as the longest this host took (a busy host wakes from each sleep late)
-        longest = max(seconds, *(b - a for a, b in pairwise(ran)))
-        assert window.avg_power_w == pytest.approx(300.0, abs=300.0 * longest / 0.5), (seconds, longest)
+        # the close is taken halfway between the two reads around the update, an operation apart: the
+        # window is off by up to one operation and the reads around it
+        closing = seconds + read_spacing_s(host_clock)
+        assert window.avg_power_w == pytest.approx(300.0, rel=(closing + read_spacing_s(host_clock)) / 0.5)
         assert window.duration_s >= 0.5
 
 

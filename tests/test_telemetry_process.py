@@ -23,18 +23,7 @@ from gpurepro.telemetry.deadlines import Deadlines
 from gpurepro.telemetry.rapl import RaplMeter
 from gpurepro.telemetry.worker import stop_requested
 
-
-def _gone(pid: int, within_s: float) -> bool:
-    """True once `pid` no longer runs (exited, or a zombie nobody has reaped yet) within `within_s`."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.02)
-    return False
+from .conftest import gone_within
 
 
 class _Clock:
@@ -91,7 +80,7 @@ def test_samples_line_up_with_the_measured_process_clock() -> None:
             start = time.time()
             time.sleep(0.3)
             reps.append({"rep": rep, "t_start_unix_s": start, "t_end_unix_s": time.time()})
-    assert pid is not None and _gone(pid, 0.1)  # stop() reaps the sampling process
+    assert pid is not None and gone_within([pid], 0.1)  # stop() reaps the sampling process
     trace = sampler.trace
     assert trace.sampler == "process" and trace.start_cost_s > 0
     assert trace.energy_readings == 0  # RAPL's counter is cheap to read: it stays in the samples
@@ -151,14 +140,14 @@ def test_a_failing_read_in_the_worker_reaches_stop(tmp_path: Path) -> None:
     time.sleep(0.1)
     with pytest.raises(RuntimeError, match="telemetry sampling failed: FileNotFoundError"):
         sampler.stop()
-    assert _gone(sampler.pid, 0.1)
+    assert gone_within([sampler.pid], 0.1)
 
 
 def test_the_worker_is_stopped_when_the_work_fails() -> None:
     with pytest.raises(ZeroDivisionError), ProcessSampler(CpuSource(), rate_hz=50) as sampler:
         pid = sampler.pid
         _ = 1 / 0
-    assert _gone(pid, 0.1)
+    assert gone_within([pid], 0.1)
 
 
 MEASURER = textwrap.dedent(
@@ -181,7 +170,7 @@ def test_the_sampler_dies_with_a_killed_measuring_process() -> None:
         assert psutil.Process(worker).ppid() == measurer.pid
         measurer.send_signal(signal.SIGKILL)
         measurer.wait()
-        assert _gone(worker, within_s=2.0)
+        assert gone_within([worker], 2.0)
     finally:
         measurer.kill()
         measurer.wait()

@@ -29,7 +29,7 @@ from gpurepro.training.noise import NoiseSettings, noise_during
 from gpurepro.training.plan import ddp_precisions, ddp_runs, usable_gpu_counts, workers_per_process
 from gpurepro.training.processes import background_process
 
-from .conftest import HAVE_GPU, needs_gpu, run_gpurepro
+from .conftest import HAVE_GPU, gone_within, needs_gpu, run_gpurepro, running
 
 TINY = ["--gpus", "cpu", "--profile", "cpu", "--image-size", "32", "--batch-size", "2", "--warmup", "1",
         "--log-interval", "1", "--iterations", "3"]  # fmt: skip
@@ -240,18 +240,6 @@ def _start_tree(grace_s: float):
     return background_process([sys.executable, "-c", TREE], grace_s, stdout=subprocess.PIPE, text=True)
 
 
-def _gone(pids: list[int], within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        alive = [
-            p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-        ]
-        if not alive:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.mark.parametrize("body_raises", [False, True])
 def test_background_process_leaves_nothing_behind(tmp_path: Path, body_raises: bool) -> None:
     pids: list[int] = []
@@ -262,7 +250,7 @@ def test_background_process_leaves_nothing_behind(tmp_path: Path, body_raises: b
         if body_raises:
             raise RuntimeError("the measurement failed")
     assert process.returncode is not None
-    assert _gone(pids), f"left behind: {[p for p in pids if psutil.pid_exists(p)]}"
+    assert gone_within(pids, 5), f"left behind: {[p for p in pids if running(p)]}"
 
 
 def _noise_pid(stderr: str) -> int:
@@ -283,7 +271,7 @@ def test_sgemm_with_noise_records_it_and_stops_it(tmp_path: Path) -> None:
     assert set(reps["noise_workload"]) == {"resnet50"} and set(reps["noise_gpus"]) == {"cpu"}
     assert read_sidecar(out)["workload"]["noise_workload"] == "resnet50"
     assert "warmed up after" in result.stderr and "noise: stopped" in result.stderr
-    assert _gone([_noise_pid(result.stderr)])
+    assert gone_within([_noise_pid(result.stderr)], 5)
 
 
 def test_noise_that_fails_to_start_in_time_is_stopped(capfd) -> None:
@@ -291,7 +279,7 @@ def test_noise_that_fails_to_start_in_time_is_stopped(capfd) -> None:
     timeout = pytest.raises(GpureproError, match="did not finish its warm-up within 0.5 s")
     with timeout, noise_during(settings, "cpu"):
         pytest.fail("the block must not run without the noise")
-    assert _gone([_noise_pid(capfd.readouterr().err)])
+    assert gone_within([_noise_pid(capfd.readouterr().err)], 5)
 
 
 def test_noise_may_not_share_the_measured_gpu() -> None:
