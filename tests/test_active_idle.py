@@ -354,14 +354,12 @@ def test_after_a_long_enough_cool_down_the_idle_baseline_is_its_tail() -> None:
         prepared.append(time.time())
         return _workload([], active_idle=False)
 
-    began = time.time()
     result = measure(_CoolingRapl(), replace(SETTINGS, cooldown_max_wait_s=1.5), prepare)
     assert result.cooldown.status == "timeout" and result.cooldown.waited_s >= 1.5
     idle = result.idle["cpu"]
     assert idle.seconds == pytest.approx(SETTINGS.idle_seconds, abs=0.01) and idle.method == "rapl"
     assert idle.power_w == pytest.approx(WATTS, rel=0.05)  # read from the sampled counter
     assert idle.end_unix_s <= prepared[0]  # prepared after the tail; no rest after it: no "idle" phase below
-    assert prepared[0] - began < result.cooldown.waited_s + 0.5
     phases = set(result.trace.frame["phase"])
     assert "cooldown" in phases and "idle" not in phases
     # a device that needed no cool-down still rests for its own baseline

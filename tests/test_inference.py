@@ -164,7 +164,9 @@ def test_cli_writes_raw_trace_and_provenance_then_table_and_plot(tmp_path: Path)
     assert meta["workload"]["model"] == "bert-b" and meta["workload"]["seq_len"] == 8
     assert meta["workload"]["cast_protocol"] == "none"
     active = meta["measurement"]["active_idle"]["cpu"]
-    assert active["seconds"] == pytest.approx(0.3, abs=0.1) and active["method"] in {
+    # its 0.3 s, less at most what its edges' stamps shave off; under 5 s is generous, as in
+    # test_active_idle.py, for a sleep that a busy host wakes late from
+    assert 0.25 <= active["seconds"] < 5.0 and active["method"] in {
         "rapl",
         "median_of_samples",
     }
